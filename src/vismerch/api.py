@@ -1,0 +1,110 @@
+"""The Python API over a store: the functions the CLI, the report and the REST API call."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vismerch.catalog.store import Store
+from vismerch.errors import UsageError
+
+
+def _open(store: Store | str | os.PathLike) -> Store:
+    return store if isinstance(store, Store) else Store.open(Path(store))
+
+
+def _masks(s: Store, ids: list[str], category: str | None, in_stock: bool) -> np.ndarray | None:
+    if category is None and not in_stock:
+        return None
+    products = {p.id: p for p in s.products()}
+    mask = np.ones(len(ids), dtype=bool)
+    if category is not None:
+        mask &= np.array([(products[i].category or "").lower() == category.lower() for i in ids])
+    if in_stock:
+        mask &= np.array([(products[i].stock is None or products[i].stock > 0) for i in ids])
+    return mask
+
+
+def vector_backend(s: Store, prefer: str | None = None) -> str:
+    """The backend whose vectors answer "more like this": a neural one when the store has it."""
+    have = [row[0] for row in s.db.execute("SELECT DISTINCT backend FROM shards").fetchall()]
+    if prefer:
+        if prefer not in have:
+            raise UsageError(f"the store has no {prefer!r} features", hint=f"it has: {', '.join(have)}")
+        return prefer
+    for name in ("siglip", "clip", "openclip"):
+        if name in have:
+            return name
+    return "colour"
+
+
+def similar(
+    store: Store | str | os.PathLike,
+    product_id: str,
+    k: int = 12,
+    *,
+    same_category: bool = False,
+    in_stock: bool = False,
+    backend: str | None = None,
+) -> list[dict[str, Any]]:
+    """More like this: the k products most similar to ``product_id``."""
+    from vismerch.merch.similar import similar_items
+
+    s = _open(store)
+    product = s.product(product_id)
+    if product is None:
+        raise UsageError(f"no product {product_id!r} in {s.path}", hint="list ids with: vismerch tags STORE")
+    if product.status != "ok":
+        raise UsageError(f"product {product_id!r} has no features (its image was refused)")
+    features = s.load_features(vector_backend(s, backend))
+    mask = _masks(s, features.ids, product.category if same_category else None, in_stock)
+    hits = similar_items(features.vectors, features.ids, product_id, k, allowed_mask=mask)
+    return [{"id": i, "score": round(float(score), 4)} for i, score in hits]
+
+
+def colour_search(
+    store: Store | str | os.PathLike,
+    colour: str,
+    k: int = 12,
+    *,
+    category: str | None = None,
+    in_stock: bool = False,
+) -> list[dict[str, Any]]:
+    """Products whose foreground is closest to a colour name or ``#hex``."""
+    from vismerch.features.colour import parse_colour
+    from vismerch.merch.search import search_by_colour
+
+    s = _open(store)
+    lab = parse_colour(colour)
+    features = s.load_features("colour")
+    if not len(features):
+        return []
+    mask = _masks(s, features.ids, category, in_stock)
+    hits = search_by_colour(
+        features.ids, features.columns["palette_lab"], features.columns["palette_weight"], lab, k,
+        allowed_mask=mask,
+    )
+    return [{"id": i, "score": round(float(score), 4)} for i, score in hits]
+
+
+def search(
+    store: Store | str | os.PathLike,
+    query: str | None = None,
+    *,
+    colour: str | None = None,
+    category: str | None = None,
+    k: int = 12,
+) -> list[dict[str, Any]]:
+    """Text search (neural, when the store has text/image-text features) with an optional
+    colour constraint, or colour search alone."""
+    if not query and not colour:
+        raise UsageError("give a text query, --colour, or both", hint='vismerch search STORE --colour navy')
+    if not query:
+        return colour_search(store, colour, k, category=category)
+    from vismerch.merch.semantic import semantic_search
+
+    hits = semantic_search(_open(store), query, colour=colour, category=category, k=k)
+    return [{"id": i, "score": round(float(score), 4)} for i, score in hits]

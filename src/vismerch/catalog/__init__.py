@@ -1,0 +1,1 @@
+"""Catalog sources, the store and the synthetic sample catalog."""

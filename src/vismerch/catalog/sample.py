@@ -1,0 +1,526 @@
+"""The synthetic sample catalog shared by ``vismerch demo``, the tests and the benchmarks.
+
+``generate_catalog(out_dir, n, seed)`` draws an apparel catalog (silhouettes of t-shirts,
+dresses, trousers, ... in named retail colours and solid/striped/dotted/checked patterns
+on studio-white backgrounds), plants problems with known answers (near-duplicates,
+flawed shots, corrupt files, wrong listed colours) and writes::
+
+    out_dir/images/<category>/<id>.<ext>    the photos (JPEG mostly, some PNG/WebP)
+    out_dir/manifest.csv                    id,image,title,...,colour,material,season
+    out_dir/truth.json                      the ground truth (schema below)
+
+truth.json::
+
+    {"meta": {"seed", "n", "version", "truth_colours", "flag_names", ...},
+     "products": {id: {"colour", "pattern", "category", "flags": [...], "flaw",
+                       "secondary_colour", "trim_colour", "main_fraction", "fill",
+                       "image"}},
+     "duplicate_groups": [[id, ...], ...],
+     "corrupt": {id: reason},                 # not in "products"
+     "listed_colour_wrong": [id, ...]}
+
+The product's ground-truth colour is its main colour, which covers at least ~65% of the
+product area (``main_fraction``, measured on the rendered mask). Main colours come from
+``TRUTH_COLOURS``, a subset of colours.csv whose names are well separated (CIEDE2000 >= 14
+between any two, >= 19 from white); see ``EXCLUDED_COLOURS`` for why the rest are left out.
+Everything is deterministic for a seed (one numpy generator per item).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import date, timedelta
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFilter
+
+from vismerch.catalog import _sample_shapes as shapes
+from vismerch.errors import UsageError
+
+VERSION = 1
+FLAG_NAMES = (
+    "low-resolution", "extreme-aspect", "blur", "under-exposed", "over-exposed",
+    "non-white-background", "cluttered-background", "too-small", "off-centre",
+)
+# Main colours a product can have in the truth: no two closer than CIEDE2000 14.
+TRUTH_COLOURS = (
+    "black", "grey", "beige", "brown", "navy", "blue", "light blue", "teal", "turquoise",
+    "green", "olive", "mint", "burgundy", "red", "coral", "pink", "hot pink", "orange",
+    "mustard", "yellow", "purple", "lavender",
+)
+EXCLUDED_COLOURS = {
+    "white": "the studio background is white",
+    "cream": "CIEDE2000 11 from white, 9 from beige",
+    "light grey": "5 from silver, 12 from white",
+    "silver": "5 from light grey",
+    "gold": "4 from mustard",
+    "khaki": "8 from tan and gold, 10 from beige",
+    "tan": "8 from khaki, 12 from beige",
+    "charcoal": "12 from black",
+}
+# A flaw -> the exact quality flags it must raise (dark shots: exposure only).
+FLAWS: dict[str, tuple[str, ...]] = {
+    "blur": ("blur",),
+    "dark": ("under-exposed",),
+    "off-centre": ("off-centre",),
+    "background": ("non-white-background",),
+    "tiny": ("too-small",),
+    "low-res": ("low-resolution",),
+}
+CORRUPT_KINDS = {  # kind -> reason code the decoder must give
+    "truncated": "truncated", "zero-byte": "empty-file",
+    "text": "not-an-image", "broken-png": "not-an-image",
+}
+DEFAULT_FORMATS = {"jpeg": 0.84, "png": 0.09, "webp": 0.07}
+MANIFEST_COLUMNS = ("id", "image", "title", "description", "category", "brand", "price",
+                    "stock", "sales", "created_at", "colour", "material", "season")
+# Studio backdrops for the non-white-background flaw (each >= CIEDE2000 14 from white).
+BACKDROPS = ((172, 172, 172), (160, 163, 168), (214, 190, 156), (166, 196, 226),
+             (228, 176, 176), (172, 196, 162), (200, 178, 210))
+
+EXT = {"jpeg": ".jpg", "png": ".png", "webp": ".webp"}
+
+
+@dataclass(frozen=True)
+class SampleCatalog:
+    root: Path
+    manifest_path: Path
+    truth_path: Path
+    images_dir: Path
+    n_images: int
+
+    def truth(self) -> dict:
+        return json.loads(self.truth_path.read_text())
+
+    def folder_ids(self) -> dict[str, str]:
+        """Map folder-source ids (path relative to ``images_dir``) to manifest ids."""
+        t = self.truth()
+        rel = {pid: p["image"] for pid, p in t["products"].items()}
+        rel.update(t.get("corrupt_images", {}))
+        return {Path(path).relative_to("images").as_posix(): pid for pid, path in rel.items()}
+
+
+# --------------------------------------------------------------------------- colours
+def _srgb_to_lab(rgb) -> np.ndarray:
+    c = np.asarray(rgb, np.float64) / 255.0
+    c = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    m = np.array([[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750],
+                  [0.0193339, 0.1191920, 0.9503041]])
+    xyz = c @ m.T / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.stack([116 * f[..., 1] - 16, 500 * (f[..., 0] - f[..., 1]),
+                     200 * (f[..., 1] - f[..., 2])], -1)
+
+
+def delta_e2000(lab1, lab2) -> np.ndarray:
+    """CIEDE2000 between Lab arrays (broadcasting); used to keep planted colours apart."""
+    L1, a1, b1 = np.moveaxis(np.asarray(lab1, np.float64), -1, 0)
+    L2, a2, b2 = np.moveaxis(np.asarray(lab2, np.float64), -1, 0)
+    cb = (np.hypot(a1, b1) + np.hypot(a2, b2)) / 2
+    g = 0.5 * (1 - np.sqrt(cb**7 / (cb**7 + 25.0**7)))
+    a1, a2 = (1 + g) * a1, (1 + g) * a2
+    c1, c2 = np.hypot(a1, b1), np.hypot(a2, b2)
+    h1, h2 = np.degrees(np.arctan2(b1, a1)) % 360, np.degrees(np.arctan2(b2, a2)) % 360
+    dh = h2 - h1
+    dh = np.where(dh > 180, dh - 360, np.where(dh < -180, dh + 360, dh))
+    dh = np.where(c1 * c2 == 0, 0, dh)
+    dhh = 2 * np.sqrt(c1 * c2) * np.sin(np.radians(dh / 2))
+    lb, cbp, hs = (L1 + L2) / 2, (c1 + c2) / 2, h1 + h2
+    hb = np.where(np.abs(h1 - h2) > 180, np.where(hs < 360, (hs + 360) / 2, (hs - 360) / 2), hs / 2)
+    hb = np.where(c1 * c2 == 0, hs, hb)
+    t = (1 - 0.17 * np.cos(np.radians(hb - 30)) + 0.24 * np.cos(np.radians(2 * hb))
+         + 0.32 * np.cos(np.radians(3 * hb + 6)) - 0.20 * np.cos(np.radians(4 * hb - 63)))
+    rc = 2 * np.sqrt(cbp**7 / (cbp**7 + 25.0**7))
+    rt = -np.sin(np.radians(60 * np.exp(-(((hb - 275) / 25) ** 2)))) * rc
+    sl = 1 + 0.015 * (lb - 50) ** 2 / np.sqrt(20 + (lb - 50) ** 2)
+    sc, sh = 1 + 0.045 * cbp, 1 + 0.015 * cbp * t
+    dl, dc, dhh = (L2 - L1) / sl, (c2 - c1) / sc, dhh / sh
+    return np.sqrt(dl**2 + dc**2 + dhh**2 + rt * dc * dhh)
+
+
+def load_colour_table() -> dict[str, tuple[int, int, int]]:
+    """The retail colour-name table (vismerch/data/colours.csv) as name -> sRGB."""
+    text = resources.files("vismerch").joinpath("data/colours.csv").read_text()
+    return {r["name"]: tuple(int(r["hex"][i:i + 2], 16) for i in (1, 3, 5))
+            for r in csv.DictReader(io.StringIO(text))}
+
+
+class _Palette:
+    def __init__(self) -> None:
+        self.rgb = load_colour_table()
+        self.names = list(self.rgb)
+        self.lab = {n: _srgb_to_lab(c) for n, c in self.rgb.items()}
+
+    def de(self, a, b) -> float:
+        la = self.lab[a] if isinstance(a, str) else _srgb_to_lab(a)
+        lb = self.lab[b] if isinstance(b, str) else _srgb_to_lab(b)
+        return float(delta_e2000(la, lb))
+
+    def pick_far(self, rng, base: str, min_de: float, pool=None) -> str:
+        pool = [n for n in (pool or self.names) if n != base and self.de(n, base) >= min_de]
+        return str(rng.choice(pool))
+
+
+# --------------------------------------------------------------------------- planning
+@dataclass
+class _Item:
+    index: int
+    role: str  # clean | flawed | dup | corrupt
+    category: str
+    colour: str
+    pattern: str
+    flaw: str | None = None
+    fmt: str = "jpeg"
+    alpha: bool = False
+    size: tuple[int, int] = (800, 800)
+    dup_of: int | None = None
+    dup_transform: str | None = None
+    corrupt_kind: str | None = None
+    listed_wrong: str | None = None
+
+
+def _frame(rng, size_range, portrait_p: float) -> tuple[int, int]:
+    lo, hi = size_range
+    side = 800 if lo <= 800 <= hi and rng.random() < 0.55 else int(rng.uniform(lo, hi) // 16 * 16)
+    side = max(lo, min(hi, side))
+    return (side, side * 4 // 3) if rng.random() < portrait_p else (side, side)
+
+
+def _plan(n, seed, corrupt, flawed, duplicates, size_range, formats, wrong_listed) -> list[_Item]:
+    rng = np.random.default_rng([seed, 1])
+    n_corrupt = max(1, round(0.01 * n)) if corrupt else 0
+    n_flawed = max(2, round(0.09 * n)) if flawed else 0
+    n_dup = max(2, round(0.10 * n)) if duplicates else 0
+    if n_corrupt + n_flawed + n_dup > n // 2:
+        raise UsageError(f"n={n} is too small for the planted problems", hint="use n >= 24")
+    roles = ["corrupt"] * n_corrupt + ["flawed"] * n_flawed
+    roles += ["clean"] * (n - len(roles) - n_dup)
+    items: list[_Item] = []
+    fmt_names = list(formats)
+    fmt_p = np.array([formats[f] for f in fmt_names], float)
+    flaw_cycle = list(FLAWS)
+    for i, role in enumerate(roles):
+        it = _Item(i, role, str(rng.choice(shapes.CATEGORIES)), str(rng.choice(TRUTH_COLOURS)),
+                   str(rng.choice(shapes.PATTERNS, p=shapes.PATTERN_P)))
+        it.size = _frame(rng, size_range, 0.0 if size_range[0] == size_range[1] else 0.25)
+        if role == "flawed":
+            it.flaw = flaw_cycle[(i - n_corrupt) % len(flaw_cycle)]
+            if it.flaw == "low-res":
+                side = int(rng.integers(240, 361))
+                it.size = (side, side * 4 // 3) if rng.random() < 0.25 else (side, side)
+        elif role == "corrupt":
+            it.corrupt_kind = list(CORRUPT_KINDS)[(i * 3 + 1) % 4 if i >= 4 else i]
+            it.size = (640, 640)
+        else:
+            it.fmt = str(rng.choice(fmt_names, p=fmt_p / fmt_p.sum()))
+            it.alpha = it.fmt == "png" and rng.random() < 0.6
+        items.append(it)
+    # near-duplicate groups: copies of clean JPEG originals
+    originals = [it for it in items if it.role == "clean" and it.fmt == "jpeg"]
+    rng.shuffle(originals)
+    left = n_dup
+    transforms = ("requality", "resize", "crop", "png", "webp")
+    while left >= 2 and originals:
+        src = originals.pop()
+        k = 3 if left >= 3 and rng.random() < 0.3 else 2
+        src.role = "dup"
+        left -= 1
+        for _ in range(k - 1):
+            t = str(rng.choice(transforms))
+            items.append(_Item(len(items), "dup", src.category, src.colour, src.pattern,
+                               fmt={"png": "png", "webp": "webp"}.get(t, "jpeg"),
+                               size=src.size, dup_of=src.index, dup_transform=t))
+            left -= 1
+    # clean singles get a listed colour that is plainly wrong (for the catalog audit)
+    if wrong_listed:
+        pal = _Palette()
+        singles = [it for it in items if it.role == "clean"]
+        for j in rng.choice(len(singles), size=max(1, round(0.02 * n)), replace=False):
+            singles[j].listed_wrong = pal.pick_far(rng, singles[j].colour, 30.0, TRUTH_COLOURS)
+    return items
+
+
+# --------------------------------------------------------------------------- rendering
+def _background(w: int, h: int, rng, colour=None) -> Image.Image:
+    """A studio sweep: near-white (or a given backdrop) with a faint vertical gradient."""
+    if colour is None:
+        base = 251 + rng.uniform(-2, 3) + rng.uniform(-1.5, 1.5, 3)
+    else:
+        base = np.asarray(colour, float) + rng.uniform(-3, 3, 3)
+    ramp = np.linspace(0.0, rng.uniform(2, 6), h, dtype=np.float32)[:, None, None]
+    arr = np.clip(base[None, None, :] - ramp, 0, 255).astype(np.uint8)
+    return Image.fromarray(np.broadcast_to(arr, (h, w, 3)).copy(), "RGB")
+
+
+def _layout(rng, kind: str, fw: int, fh: int, aspect: float, coverage: float):
+    """Product box size (px, before rotation) and centre (px) for a layout kind."""
+    def fit(max_w: float, max_h: float) -> tuple[float, float]:
+        s = min(max_w * fw / aspect, max_h * fh)  # box height in px
+        return s * aspect, s
+
+    if kind == "tiny":
+        ext = rng.uniform(0.13, 0.19)
+        bw, bh = fit(ext, ext)
+        cx, cy = 0.5 + rng.uniform(-0.02, 0.02), 0.5 + rng.uniform(-0.02, 0.02)
+    elif kind == "off-centre":
+        major, minor = rng.uniform(0.26, 0.29), rng.uniform(0.06, 0.12)
+        room_major, room_minor = 2 * (0.45 - major), 2 * (0.45 - minor)
+        sx, sy = rng.choice([-1, 1], size=2)
+        # shift along the axis where the product is narrower (relative to the frame)
+        if aspect * fh / fw >= 1.0:
+            bw, bh = fit(room_minor, room_major)
+            cx, cy = 0.5 + sx * minor, 0.5 + sy * major
+        else:
+            bw, bh = fit(room_major, room_minor)
+            cx, cy = 0.5 + sx * major, 0.5 + sy * minor
+    else:
+        ext = rng.uniform(0.62, 0.8)
+        bw, bh = fit(ext, ext)
+        if coverage * bw * bh < 0.14 * fw * fh:  # sparse shapes: allow more of the frame
+            bw, bh = fit(0.8, 0.8)
+        cx, cy = 0.5 + rng.uniform(-0.025, 0.025), 0.5 + rng.uniform(-0.025, 0.025)
+    return bw, bh, cx * fw, cy * fh
+
+
+def _render(item: _Item, rng, pal: _Palette) -> tuple[Image.Image, dict]:
+    """Draw one product shot; returns the image (RGB or RGBA) and its measured truth."""
+    fw, fh = item.size
+    shape = shapes.make_shape(item.category, rng)
+    main = pal.rgb[item.colour]
+    secondary = None
+    if item.pattern != "solid":
+        secondary = "white" if rng.random() < 0.45 else pal.pick_far(rng, item.colour, 25.0)
+    trim = shape.trim and ("white" if rng.random() < 0.6 else pal.pick_far(
+        rng, item.colour, 20.0, ("black", "tan", "brown", "navy", "light grey")))
+    kind = {"tiny": "tiny", "off-centre": "off-centre"}.get(item.flaw or "", "clean")
+    bw, bh, cx, cy = _layout(rng, kind, fw, fh, shape.aspect, shape.coverage)
+    angle = float(rng.uniform(-4, 4)) if rng.random() < 0.6 and kind != "off-centre" else 0.0
+    if angle:  # shrink so the rotated box keeps the same extent
+        r = math.radians(abs(angle))
+        k = min(bw / (bw * math.cos(r) + bh * math.sin(r)), bh / (bh * math.cos(r) + bw * math.sin(r)))
+        bw, bh = bw * k, bh * k
+    prod, mask, main_fraction = shapes.paint(
+        shape, int(round(bw)), int(round(bh)), main, pal.rgb[secondary] if secondary else None,
+        pal.rgb[trim] if trim else None, item.pattern, rng)
+    if angle:
+        prod = prod.rotate(angle, Image.BICUBIC, expand=True)
+        mask = mask.rotate(angle, Image.BILINEAR, expand=True)
+    x, y = int(round(cx - prod.width / 2)), int(round(cy - prod.height / 2))
+    backdrop = None
+    if item.flaw == "background":
+        ok = [c for c in BACKDROPS if pal.de(c, item.colour) >= 22
+              and (secondary is None or pal.de(c, secondary) >= 12)]
+        backdrop = ok[int(rng.integers(len(ok)))] if ok else BACKDROPS[0]
+    if item.alpha:
+        canvas = Image.new("RGB", (fw, fh), (0, 0, 0))
+        canvas.paste(prod, (x, y))
+        alpha = Image.new("L", (fw, fh), 0)
+        alpha.paste(mask, (x, y))
+        canvas.putalpha(alpha)
+        img = canvas
+    else:
+        img = _background(fw, fh, rng, backdrop)
+        if kind == "clean" and rng.random() < 0.4:
+            _shadow(img, mask, x, y, rng)
+        img.paste(prod, (x, y), mask)
+    m = np.zeros((fh, fw), np.float32)
+    m[max(y, 0):y + mask.height, max(x, 0):x + mask.width] = np.asarray(mask, np.float32)[
+        max(-y, 0):fh - y, max(-x, 0):fw - x] / 255.0
+    total = float(m.sum())
+    ys, xs = np.mgrid[0:fh, 0:fw]
+    info = {
+        "secondary_colour": secondary, "trim_colour": trim or None,
+        "main_fraction": round(main_fraction, 3), "fill": round(total / (fw * fh), 4),
+        "offset": [round(float((m * xs).sum() / total / fw - 0.5), 3),
+                   round(float((m * ys).sum() / total / fh - 0.5), 3)],
+    }
+    if item.flaw == "blur":
+        img = img.filter(ImageFilter.GaussianBlur(min(fw, fh) * rng.uniform(0.011, 0.016)))
+    elif item.flaw == "dark":
+        k = rng.uniform(0.10, 0.18)
+        img = img.point([int(v * k + 0.5) for v in range(256)] * 3)
+    return img, info
+
+
+def _shadow(img: Image.Image, mask: Image.Image, x: int, y: int, rng) -> None:
+    """A faint soft contact shadow, offset down-right (at most ~7% darker)."""
+    small = mask.reduce(8).filter(ImageFilter.GaussianBlur(2.5)).resize(mask.size, Image.BILINEAR)
+    strength = rng.uniform(0.03, 0.07)
+    shade = Image.new("L", img.size, 0)
+    dx, dy = int(mask.width * 0.02) + 2, int(mask.height * 0.03) + 3
+    shade.paste(small, (x + dx, y + dy))
+    arr = np.asarray(img, np.float32) * (1 - strength * np.asarray(shade, np.float32)[..., None] / 255)
+    img.paste(Image.fromarray(arr.astype(np.uint8), "RGB"))
+
+
+def _encode(img: Image.Image, fmt: str, rng) -> bytes:
+    buf = io.BytesIO()
+    if fmt == "jpeg":
+        img.convert("RGB").save(buf, "JPEG", quality=int(rng.integers(84, 96)))
+    elif fmt == "png":
+        img.save(buf, "PNG", compress_level=1)
+    else:
+        img.save(buf, "WEBP", quality=int(rng.integers(80, 92)), method=2)
+    return buf.getvalue()
+
+
+def _duplicate(src_bytes: bytes, item: _Item, rng, src_info: dict) -> tuple[bytes, dict]:
+    """A near-duplicate of an original photo: re-encoded, resized or centre-cropped."""
+    img = Image.open(io.BytesIO(src_bytes)).convert("RGB")
+    info = dict(src_info)
+    t = item.dup_transform
+    if t in ("resize", "png", "webp"):
+        short = min(img.size)
+        lo = max(0.5, 520 / short)
+        if t == "resize" or rng.random() < 0.5:
+            f = rng.uniform(lo, max(lo, 0.8)) if lo <= 0.8 else 1.0
+            img = img.resize((round(img.width * f), round(img.height * f)), Image.LANCZOS)
+    if t == "crop":
+        c = rng.uniform(0.08, 0.12)  # total fraction removed from each dimension
+        w, h = img.size
+        dx, dy = round(w * c / 2), round(h * c / 2)
+        img = img.crop((dx, dy, w - dx, h - dy))
+        info["fill"] = round(info["fill"] / (1 - c) ** 2, 4)
+        info["offset"] = [round(o / (1 - c), 3) for o in info["offset"]]
+    buf = io.BytesIO()
+    if item.fmt == "jpeg":
+        img.save(buf, "JPEG", quality=int(rng.integers(58, 78)))
+    else:
+        img.save(buf, "PNG" if item.fmt == "png" else "WEBP",
+                 **({"compress_level": 1} if item.fmt == "png" else {"quality": 82}))
+    return buf.getvalue(), info
+
+
+def _corrupt_bytes(kind: str, rng, good_jpeg: bytes, good_png: bytes) -> bytes:
+    if kind == "zero-byte":
+        return b""
+    if kind == "truncated":
+        return good_jpeg[: int(len(good_jpeg) * rng.uniform(0.4, 0.75))]
+    if kind == "text":
+        return (b"<html><head><title>404 Not Found</title></head>\n"
+                b"<body><h1>Not Found</h1><p>The requested image was not found.</p></body></html>\n")
+    data = bytearray(good_png)  # broken-png: signature intact, IHDR chunk garbled
+    data[12:24] = b"\x00GARBAGE\xff\xff\x00\x00\x01"
+    return bytes(data)
+
+
+# --------------------------------------------------------------------------- metadata
+def _metadata(item: _Item, listed: str, rng, title_salt: int) -> dict:
+    meta = shapes.product_text(item.category, item.pattern, listed, rng, title_salt)
+    lo, hi = shapes.PRICE_RANGE[item.category]
+    price = math.floor(rng.uniform(lo, hi)) + float(rng.choice([0.99, 0.0, 0.5]))
+    meta["price"] = f"{price:.2f}"
+    meta["stock"] = "0" if rng.random() < 0.1 else str(int(rng.integers(1, 250)))
+    meta["sales"] = str(int(rng.lognormal(3.0, 1.2)))
+    meta["created_at"] = (date(2023, 9, 1) + timedelta(days=int(rng.integers(0, 730)))).isoformat()
+    meta["colour"] = listed
+    return meta
+
+
+# --------------------------------------------------------------------------- driver
+def generate_catalog(
+    out_dir: str | Path,
+    n: int = 600,
+    seed: int = 0,
+    *,
+    corrupt: bool = True,
+    flawed: bool = True,
+    duplicates: bool = True,
+    size_range: tuple[int, int] = (640, 1024),
+    formats: Mapping[str, float] | None = None,
+    clean_only: bool = False,
+    wrong_listed: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> SampleCatalog:
+    """Write a synthetic catalog of ``n`` products with ground truth to ``out_dir``.
+
+    ``clean_only=True`` (benchmarks): no flaws, corrupt files, duplicates or wrong listed
+    colours; every image an 800x800 JPEG. ``formats`` maps jpeg/png/webp to weights for
+    the clean shots. ``progress(done, total)`` is called after each image.
+    """
+    if clean_only:
+        corrupt = flawed = duplicates = wrong_listed = False
+        size_range, formats = (800, 800), {"jpeg": 1.0}
+    formats = dict(formats or DEFAULT_FORMATS)
+    if unknown := set(formats) - set(EXT):
+        raise UsageError(f"unknown image formats {sorted(unknown)}", hint="use jpeg, png, webp")
+    if size_range[0] > size_range[1] or size_range[0] < 64:
+        raise UsageError(f"bad size_range {size_range}", hint="e.g. (640, 1024)")
+    root = Path(out_dir)
+    images_dir = root / "images"
+    if images_dir.exists():
+        if not (root / "truth.json").exists():
+            raise UsageError(f"{images_dir} exists and is not a sample catalog",
+                             hint="choose an empty output folder")
+        shutil.rmtree(images_dir)
+    images_dir.mkdir(parents=True)
+
+    items = _plan(n, seed, corrupt, flawed, duplicates, size_range, formats, wrong_listed)
+    order = np.random.default_rng([seed, 2]).permutation(len(items))
+    ids = {items[j].index: f"P{k + 1:05d}" for k, j in enumerate(order)}
+    pal = _Palette()
+    rows, products, corrupt_map, corrupt_images = [], {}, {}, {}
+    groups: dict[int, list[str]] = {}
+    encoded: dict[int, tuple[bytes, dict]] = {}
+    for done, item in enumerate(sorted(items, key=lambda it: (it.dup_of is not None, it.index))):
+        rng = np.random.default_rng([seed, 3, item.index])
+        pid = ids[item.index]
+        if item.dup_of is not None:
+            data, info = _duplicate(*encoded[item.dup_of], rng=rng, item=item)
+            groups[item.dup_of].append(pid)
+        else:
+            img, info = _render(item, rng, pal)
+            if item.role == "corrupt":
+                fmt = "png" if item.corrupt_kind == "broken-png" else "jpeg"
+                data = _corrupt_bytes(item.corrupt_kind, rng, _encode(img, "jpeg", rng),
+                                      _encode(img, "png", rng) if fmt == "png" else b"")
+                item.fmt = fmt
+            else:
+                data = _encode(img, item.fmt, rng)
+            if item.role == "dup":
+                encoded[item.index] = (data, info)
+                groups[item.index] = [pid]
+        rel = f"images/{item.category}/{pid}{EXT[item.fmt]}"
+        (images_dir / item.category).mkdir(exist_ok=True)
+        (root / rel).write_bytes(data)
+        listed = item.listed_wrong or item.colour
+        rows.append({"id": pid, "image": rel, **_metadata(item, listed, rng, item.index)})
+        if item.role == "corrupt":
+            corrupt_map[pid] = CORRUPT_KINDS[item.corrupt_kind]
+            corrupt_images[pid] = rel
+        else:
+            products[pid] = {
+                "colour": item.colour, "pattern": item.pattern, "category": item.category,
+                "flags": list(FLAWS[item.flaw]) if item.flaw else [], "flaw": item.flaw,
+                "image": rel, **info,
+            }
+        if progress:
+            progress(done + 1, len(items))
+
+    rows.sort(key=lambda r: r["id"])
+    manifest = root / "manifest.csv"
+    with manifest.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=MANIFEST_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    truth = {
+        "meta": {"generator": "vismerch.catalog.sample", "version": VERSION, "seed": seed,
+                 "n": len(items), "truth_colours": list(TRUTH_COLOURS),
+                 "flag_names": list(FLAG_NAMES), "flaws": {k: list(v) for k, v in FLAWS.items()}},
+        "products": dict(sorted(products.items())),
+        "duplicate_groups": sorted(sorted(g) for g in groups.values()),
+        "corrupt": dict(sorted(corrupt_map.items())),
+        "corrupt_images": dict(sorted(corrupt_images.items())),
+        "listed_colour_wrong": sorted(ids[it.index] for it in items if it.listed_wrong),
+    }
+    truth_path = root / "truth.json"
+    truth_path.write_text(json.dumps(truth, indent=1) + "\n")
+    return SampleCatalog(root, manifest, truth_path, images_dir, len(items))

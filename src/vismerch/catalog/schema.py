@@ -1,0 +1,85 @@
+"""SQLite schema of a store, as an ordered list of migrations.
+
+``store.sqlite`` holds the mutable truth. Each migration runs once, in a transaction,
+and bumps ``PRAGMA user_version``; a store newer than this code is refused.
+Modules that own tables (collections, rules, arrangement versions, ...) append their
+own migration to the end of MIGRATIONS; never edit a migration that has shipped.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # 1: catalog, images, features and derived merchandising data
+    """
+    CREATE TABLE products (
+        id TEXT PRIMARY KEY,
+        image_path TEXT NOT NULL,          -- absolute path of the source image
+        sha256 TEXT,                       -- content hash of the image bytes (NULL if unread)
+        status TEXT NOT NULL,              -- ok | failed
+        title TEXT, description TEXT, category TEXT, brand TEXT,
+        price REAL, stock REAL, sales REAL, created_at TEXT,
+        attributes TEXT NOT NULL DEFAULT '{}',   -- JSON of the manifest's other columns
+        file_size INTEGER, file_mtime REAL,      -- stat of the image when it was hashed
+        updated_run INTEGER
+    );
+    CREATE INDEX products_sha ON products(sha256);
+    CREATE INDEX products_category ON products(category);
+    CREATE TABLE images (
+        sha256 TEXT PRIMARY KEY,
+        width INTEGER NOT NULL, height INTEGER NOT NULL,
+        bytes INTEGER NOT NULL, format TEXT
+    );
+    CREATE TABLE errors (
+        product_id TEXT PRIMARY KEY,
+        image_path TEXT NOT NULL,
+        sha256 TEXT,
+        reason TEXT NOT NULL,              -- stable code: empty-file, truncated, not-an-image, ...
+        detail TEXT NOT NULL,
+        run_id INTEGER
+    );
+    CREATE TABLE shards (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        backend TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,         -- JSON, see features.base.fingerprint_key
+        spec_key TEXT NOT NULL,            -- backend name + options as asked for (plans skips)
+        path TEXT NOT NULL UNIQUE,         -- relative to the store
+        n INTEGER NOT NULL,
+        run_id INTEGER
+    );
+    CREATE TABLE features (                -- which shard row holds an image's features
+        backend TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        shard_id INTEGER NOT NULL REFERENCES shards(id),
+        row INTEGER NOT NULL,
+        PRIMARY KEY (backend, fingerprint, sha256)
+    );
+    CREATE TABLE colours (                 -- named colours per image, rank 0 = dominant
+        sha256 TEXT NOT NULL, rank INTEGER NOT NULL,
+        name TEXT NOT NULL, hex TEXT NOT NULL, weight REAL NOT NULL,
+        PRIMARY KEY (sha256, rank)
+    );
+    CREATE TABLE quality (                 -- measured value of every quality metric per image
+        sha256 TEXT NOT NULL, name TEXT NOT NULL,
+        value REAL NOT NULL, flagged INTEGER NOT NULL,
+        PRIMARY KEY (sha256, name)
+    );
+    CREATE TABLE audit (                   -- listed-vs-image disagreements per product
+        product_id TEXT NOT NULL, kind TEXT NOT NULL,
+        listed TEXT NOT NULL, observed TEXT NOT NULL, distance REAL NOT NULL,
+        PRIMARY KEY (product_id, kind)
+    );
+    CREATE TABLE dup_groups (
+        group_id INTEGER NOT NULL, product_id TEXT NOT NULL PRIMARY KEY,
+        representative INTEGER NOT NULL
+    );
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        started_at TEXT NOT NULL, finished_at TEXT,
+        source TEXT NOT NULL, settings TEXT NOT NULL, summary TEXT
+    );
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

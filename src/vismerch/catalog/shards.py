@@ -1,0 +1,61 @@
+"""Parquet feature shards: written to a temp name and renamed, so a shard file either
+exists whole or not at all. A shard counts only once ``store.sqlite`` names it."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def _to_arrow(array: np.ndarray) -> pa.Array:
+    """N-D numpy -> nested fixed-size lists (first axis = rows)."""
+    flat = pa.array(np.ascontiguousarray(array).reshape(-1))
+    for size in reversed(array.shape[1:]):
+        flat = pa.FixedSizeListArray.from_arrays(flat, size)
+    return flat
+
+
+def write_shard(
+    store_path: Path,
+    backend: str,
+    name: str,
+    sha256: list[str],
+    vectors: np.ndarray,
+    columns: dict[str, np.ndarray],
+) -> str:
+    """Write one shard atomically; return its path relative to the store."""
+    rel = Path("features") / backend / f"{name}.parquet"
+    final = store_path / rel
+    final.parent.mkdir(parents=True, exist_ok=True)
+    data = {"sha256": pa.array(sha256, pa.string()), "vector": _to_arrow(vectors.astype(np.float16))}
+    for key, array in sorted(columns.items()):
+        data[key] = _to_arrow(np.asarray(array))
+    table = pa.table(data)
+    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    with open(tmp, "rb") as fh:  # the bytes reach the disk before the name does
+        os.fsync(fh.fileno())
+    os.replace(tmp, final)
+    return rel.as_posix()
+
+
+def remove_orphans(store_path: Path, known: set[str]) -> int:
+    """Delete shard files (and temp files) that no committed row names: leftovers of a
+    run killed between rename and commit. Returns how many were removed."""
+    removed = 0
+    root = store_path / "features"
+    if not root.exists():
+        return 0
+    for path in root.rglob("*"):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(store_path).as_posix()
+        if path.name.endswith(".tmp") or (path.suffix == ".parquet" and rel not in known):
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed

@@ -1,0 +1,192 @@
+"""Catalog sources: a folder of images or a manifest (CSV, JSONL, Parquet) -> ProductRecords.
+
+A folder is walked recursively; a product's id is its path relative to the folder,
+POSIX-style, extension included. A manifest needs an ``image`` column (a path relative
+to the manifest's folder); ``id, title, description, category, brand, price, stock,
+sales, created_at`` are optional; every other column is kept as an attribute.
+Problems are SourceErrors that name the file and the row.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from vismerch.errors import SourceError
+from vismerch.imaging.decode import IMAGE_EXTENSIONS
+
+KNOWN_COLUMNS = ("id", "image", "title", "description", "category", "brand",
+                 "price", "stock", "sales", "created_at")
+NUMERIC_COLUMNS = ("price", "stock", "sales")
+MANIFEST_SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+
+
+@dataclass
+class ProductRecord:
+    id: str
+    image_path: Path  # absolute
+    title: str | None = None
+    description: str | None = None
+    category: str | None = None
+    brand: str | None = None
+    price: float | None = None
+    stock: float | None = None
+    sales: float | None = None
+    created_at: str | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+def read_source(source: str | os.PathLike) -> list[ProductRecord]:
+    """Read a folder or a manifest file into product records (sorted by id)."""
+    path = Path(source)
+    if not path.exists():
+        raise SourceError(f"source {path} does not exist", hint="pass a folder of images or a manifest")
+    if path.is_dir():
+        return read_folder(path)
+    kind = MANIFEST_SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise SourceError(
+            f"{path}: unknown source type {path.suffix!r}",
+            hint="use a folder, or a manifest ending in .csv, .jsonl or .parquet",
+        )
+    return read_manifest(path)
+
+
+def read_folder(folder: Path) -> list[ProductRecord]:
+    folder = folder.resolve()
+    records = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in filenames:
+            if name.startswith(".") or Path(name).suffix.lower() not in IMAGE_EXTENSIONS:
+                continue
+            full = Path(dirpath) / name
+            rel = full.relative_to(folder).as_posix()
+            records.append(ProductRecord(id=rel, image_path=full))
+    records.sort(key=lambda r: r.id)
+    return records
+
+
+def _rows(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]]]:
+    try:
+        if kind == "csv":
+            with path.open(newline="", encoding="utf-8-sig") as fh:
+                reader = csv.DictReader(fh)
+                return list(reader.fieldnames or []), list(reader)
+        if kind == "jsonl":
+            rows, columns = [], {}
+            with path.open(encoding="utf-8") as fh:
+                for lineno, line in enumerate(fh, start=1):
+                    if not line.strip():
+                        continue
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise SourceError(f"{path}: line {lineno} is not valid JSON: {exc.msg}") from None
+                    if not isinstance(row, dict):
+                        raise SourceError(f"{path}: line {lineno} is not a JSON object")
+                    rows.append(row)
+                    columns.update(dict.fromkeys(row))
+            return list(columns), rows
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+        return table.column_names, table.to_pylist()
+    except SourceError:
+        raise
+    except (OSError, UnicodeDecodeError, csv.Error, ValueError) as exc:
+        raise SourceError(f"cannot read manifest {path}: {exc}") from exc
+
+
+def _number(value: Any, column: str, where: str) -> float | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise SourceError(f"{where}: column {column!r} has {value!r}, not a number")
+    try:
+        number = float(str(value).strip().replace(",", "")) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        raise SourceError(
+            f"{where}: column {column!r} has {value!r}, not a number",
+            hint="use plain numbers like 19.99 (no currency symbols)",
+        ) from None
+    if math.isnan(number):
+        return None
+    return number
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    text = str(value).strip()
+    return text or None
+
+
+def read_manifest(path: Path) -> list[ProductRecord]:
+    path = path.resolve()
+    kind = MANIFEST_SUFFIXES[path.suffix.lower()]
+    columns, rows = _rows(path, kind)
+    if "image" not in columns:
+        raise SourceError(
+            f"{path}: no 'image' column (found: {', '.join(columns) or 'none'})",
+            hint="add an 'image' column with each image's path relative to the manifest",
+        )
+    base = path.parent
+    records: list[ProductRecord] = []
+    seen: dict[str, int] = {}
+    # rows are numbered as a person sees them in the file: CSV counts the header line
+    first_row = 2 if kind == "csv" else 1
+    for number, row in enumerate(rows, start=first_row):
+        where = f"{path.name} row {number}"
+        image = _text(row.get("image"))
+        if not image:
+            raise SourceError(f"{where}: empty 'image' value")
+        rel = PurePosixPath(image.replace("\\", "/"))
+        if rel.is_absolute() or ".." in rel.parts:
+            raise SourceError(
+                f"{where}: image path {image!r} escapes the manifest's folder",
+                hint="image paths must be relative to the manifest and stay inside its folder",
+            )
+        full = (base / rel).resolve()
+        try:
+            full.relative_to(base)
+        except ValueError:  # a symlink pointing outside
+            raise SourceError(f"{where}: image path {image!r} escapes the manifest's folder") from None
+        product_id = _text(row.get("id")) or rel.as_posix()
+        if product_id in seen:
+            raise SourceError(
+                f"{where}: duplicate id {product_id!r} (first seen at row {seen[product_id]})",
+                hint="every product needs its own id",
+            )
+        seen[product_id] = number
+        attributes = {
+            k: (_text(v) if not isinstance(v, (int, float, bool)) or isinstance(v, bool) else v)
+            for k, v in row.items()
+            if k not in KNOWN_COLUMNS and k is not None
+        }
+        attributes = {k: v for k, v in attributes.items() if v is not None}
+        records.append(ProductRecord(
+            id=product_id,
+            image_path=full,
+            title=_text(row.get("title")),
+            description=_text(row.get("description")),
+            category=_text(row.get("category")),
+            brand=_text(row.get("brand")),
+            price=_number(row.get("price"), "price", where),
+            stock=_number(row.get("stock"), "stock", where),
+            sales=_number(row.get("sales"), "sales", where),
+            created_at=_text(row.get("created_at")),
+            attributes=attributes,
+        ))
+    records.sort(key=lambda r: r.id)
+    return records

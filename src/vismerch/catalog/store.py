@@ -1,0 +1,323 @@
+"""The store: one directory holding a catalog's truth and its features.
+
+- ``store.sqlite``: products, images, errors, tags, quality, duplicates, runs (WAL,
+  every write in a transaction, schema version in ``PRAGMA user_version``);
+- ``features/<backend>/part-*.parquet``: append-only feature shards, written to a temp
+  name and renamed, and counted only once a row in ``shards`` names them;
+- ``index/<backend>.faiss``: rebuilt from the shards after each ingest;
+- ``thumbs/<sha256>.webp``: small thumbnails for reports and the UI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vismerch.catalog.schema import MIGRATIONS, SCHEMA_VERSION
+from vismerch.errors import StoreError
+
+DB_NAME = "store.sqlite"
+
+
+@dataclass
+class Product:
+    id: str
+    image_path: str
+    sha256: str | None
+    status: str
+    title: str | None = None
+    description: str | None = None
+    category: str | None = None
+    brand: str | None = None
+    price: float | None = None
+    stock: float | None = None
+    sales: float | None = None
+    created_at: str | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    width: int | None = None
+    height: int | None = None
+
+
+@dataclass
+class Features:
+    """Feature rows of one backend aligned with product ids (sorted)."""
+
+    ids: list[str]
+    vectors: np.ndarray  # (N, dim) float32
+    columns: dict[str, np.ndarray]
+    fingerprint: str | None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+class Store:
+    """A vismerch store directory. Use ``Store.open(path, create=...)``."""
+
+    def __init__(self, path: Path, db: sqlite3.Connection):
+        self.path = path
+        self.db = db
+
+    # -- opening -----------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | os.PathLike, create: bool = False) -> Store:
+        path = Path(path)
+        db_path = path / DB_NAME
+        if not db_path.exists():
+            if not create:
+                raise StoreError(
+                    f"{path} is not a vismerch store (no {DB_NAME})",
+                    hint=f"create one with: vismerch ingest SOURCE --store {path}",
+                    exit_code=2,
+                )
+            path.mkdir(parents=True, exist_ok=True)
+        for sub in ("features", "index", "thumbs"):
+            (path / sub).mkdir(exist_ok=True)
+        db = sqlite3.connect(db_path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        store = cls(path, db)
+        store._migrate()
+        return store
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _migrate(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema version {version}, newer than this vismerch ({SCHEMA_VERSION})",
+                hint="upgrade vismerch to open this store",
+            )
+        for number in range(version, SCHEMA_VERSION):
+            with self.transaction() as con:
+                for statement in MIGRATIONS[number].split(";"):
+                    if statement.strip():
+                        con.execute(statement)
+                con.execute(f"PRAGMA user_version = {number + 1}")
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any error."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # -- meta --------------------------------------------------------------------------
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as con:
+            con.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    # -- products ----------------------------------------------------------------------
+    def products(self, status: str | None = "ok") -> list[Product]:
+        sql = (
+            "SELECT p.*, i.width, i.height FROM products p "
+            "LEFT JOIN images i ON i.sha256 = p.sha256"
+        )
+        args: tuple = ()
+        if status is not None:
+            sql += " WHERE p.status = ?"
+            args = (status,)
+        rows = self.db.execute(sql + " ORDER BY p.id", args).fetchall()
+        return [_product(row) for row in rows]
+
+    def product(self, product_id: str) -> Product | None:
+        row = self.db.execute(
+            "SELECT p.*, i.width, i.height FROM products p LEFT JOIN images i ON i.sha256 = p.sha256 "
+            "WHERE p.id = ?",
+            (product_id,),
+        ).fetchone()
+        return _product(row) if row else None
+
+    def counts(self) -> dict[str, int]:
+        rows = self.db.execute("SELECT status, COUNT(*) FROM products GROUP BY status").fetchall()
+        return {row[0]: row[1] for row in rows}
+
+    def errors(self) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT product_id, image_path, reason, detail FROM errors ORDER BY product_id"
+        ).fetchall()
+        return [dict(row) for row in rows]
+
+    # -- features ----------------------------------------------------------------------
+    def fingerprints(self, backend: str) -> list[str]:
+        rows = self.db.execute(
+            "SELECT fingerprint, MAX(id) AS newest FROM shards WHERE backend = ? "
+            "GROUP BY fingerprint ORDER BY newest DESC",
+            (backend,),
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    def load_features(self, backend: str = "colour", fingerprint: str | None = None) -> Features:
+        """Vectors and columns of ``backend`` for every ok product whose image has them.
+
+        Only one fingerprint is ever loaded (the newest unless named), so vectors of
+        different models or precisions never mix.
+        """
+        import pyarrow.parquet as pq
+
+        if fingerprint is None:
+            known = self.fingerprints(backend)
+            if not known:
+                return Features([], np.zeros((0, 0), np.float32), {}, None)
+            fingerprint = known[0]
+        rows = self.db.execute(
+            "SELECT p.id, f.shard_id, f.row, s.path FROM products p "
+            "JOIN features f ON f.sha256 = p.sha256 AND f.backend = ? AND f.fingerprint = ? "
+            "JOIN shards s ON s.id = f.shard_id WHERE p.status = 'ok' ORDER BY p.id",
+            (backend, fingerprint),
+        ).fetchall()
+        if not rows:
+            return Features([], np.zeros((0, 0), np.float32), {}, fingerprint)
+        by_shard: dict[str, list[int]] = {}
+        for i, row in enumerate(rows):
+            by_shard.setdefault(row["path"], []).append(i)
+        ids = [row["id"] for row in rows]
+        vectors: np.ndarray | None = None
+        columns: dict[str, np.ndarray] = {}
+        for shard_path, positions in by_shard.items():
+            table = pq.read_table(self.path / shard_path)
+            take = np.array([rows[i]["row"] for i in positions])
+            data = _table_arrays(table)
+            for name, array in data.items():
+                picked = array[take]
+                if name == "vector":
+                    if vectors is None:
+                        vectors = np.zeros((len(rows),) + picked.shape[1:], np.float32)
+                    vectors[positions] = picked
+                elif name != "sha256":
+                    if name not in columns:
+                        columns[name] = np.zeros((len(rows),) + picked.shape[1:], picked.dtype)
+                    columns[name][positions] = picked
+        assert vectors is not None
+        return Features(ids, vectors, columns, fingerprint)
+
+    # -- derived views -----------------------------------------------------------------
+    def colours(self) -> dict[str, list[dict[str, Any]]]:
+        rows = self.db.execute(
+            "SELECT p.id, c.name, c.hex, c.weight FROM products p JOIN colours c ON c.sha256 = p.sha256 "
+            "WHERE p.status = 'ok' ORDER BY p.id, c.rank"
+        ).fetchall()
+        out: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            out.setdefault(row["id"], []).append(
+                {"name": row["name"], "hex": row["hex"], "weight": round(row["weight"], 4)}
+            )
+        return out
+
+    def quality(self, flagged_only: bool = True) -> dict[str, list[dict[str, Any]]]:
+        sql = (
+            "SELECT p.id, q.name, q.value, q.flagged FROM products p JOIN quality q "
+            "ON q.sha256 = p.sha256 WHERE p.status = 'ok'"
+        )
+        if flagged_only:
+            sql += " AND q.flagged = 1"
+        out: dict[str, list[dict[str, Any]]] = {}
+        for row in self.db.execute(sql + " ORDER BY p.id, q.name").fetchall():
+            item = {"name": row["name"], "value": round(float(row["value"]), 4)}
+            if not flagged_only:
+                item["flagged"] = bool(row["flagged"])
+            out.setdefault(row["id"], []).append(item)
+        return out
+
+    def quality_flags(self) -> dict[str, list[tuple[str, float]]]:
+        return {k: [(f["name"], f["value"]) for f in v] for k, v in self.quality().items()}
+
+    def tags(self) -> list[dict[str, Any]]:
+        colours = self.colours()
+        flags = self.quality()
+        return [
+            {"id": p.id, "colours": colours.get(p.id, []), "flags": flags.get(p.id, [])}
+            for p in self.products()
+        ]
+
+    def audit(self) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT product_id AS id, kind, listed, observed, distance FROM audit ORDER BY distance DESC"
+        ).fetchall()
+        return [dict(row) for row in rows]
+
+    def dup_groups(self) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT group_id, product_id, representative FROM dup_groups ORDER BY group_id, product_id"
+        ).fetchall()
+        groups: dict[int, dict[str, Any]] = {}
+        for row in rows:
+            g = groups.setdefault(row[0], {"group": row[0], "representative": None, "members": []})
+            g["members"].append(row[1])
+            if row[2]:
+                g["representative"] = row[1]
+        return list(groups.values())
+
+    def thumb_path(self, product_id: str) -> Path | None:
+        row = self.db.execute("SELECT sha256 FROM products WHERE id = ?", (product_id,)).fetchone()
+        if not row or not row[0]:
+            return None
+        path = self.path / "thumbs" / f"{row[0]}.webp"
+        return path if path.exists() else None
+
+    def runs(self) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM runs ORDER BY id").fetchall()
+        out = []
+        for row in rows:
+            item = dict(row)
+            item["settings"] = json.loads(item["settings"] or "{}")
+            item["summary"] = json.loads(item["summary"]) if item["summary"] else None
+            out.append(item)
+        return out
+
+
+def _product(row: sqlite3.Row) -> Product:
+    data = dict(row)
+    data.pop("updated_run", None)
+    data.pop("file_size", None)
+    data.pop("file_mtime", None)
+    data["attributes"] = json.loads(data.get("attributes") or "{}")
+    return Product(**data)
+
+
+def _table_arrays(table) -> dict[str, np.ndarray]:
+    """Parquet table -> numpy arrays; fixed-size list columns become 2-D/3-D arrays."""
+    import pyarrow as pa
+
+    out: dict[str, np.ndarray] = {}
+    for name in table.column_names:
+        column = table.column(name).combine_chunks()
+        shape: list[int] = []
+        while pa.types.is_fixed_size_list(column.type):
+            shape.append(column.type.list_size)
+            column = column.flatten()
+        array = column.to_numpy(zero_copy_only=False)
+        if shape:
+            array = array.reshape((-1, *shape))
+        out[name] = array
+    return out

@@ -1,0 +1,71 @@
+"""The `vismerch` command line. Thin: parse, call one API function, render with rich.
+
+Feature areas add their own commands through ``register(app)`` functions listed in
+``_COMMAND_MODULES`` so this file stays small.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+app = typer.Typer(
+    name="vismerch",
+    help="GPU-accelerated visual merchandising: ingest, tag, dedup, search, arrange, plan.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# module paths whose ``register(app)`` adds commands (imported lazily-light: no heavy deps at import)
+_COMMAND_MODULES: tuple[str, ...] = (
+    "vismerch.commands.core",
+    "vismerch.plan.command",
+    "vismerch.merch.command_arrange",
+)
+
+
+def _register_all() -> None:
+    for name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # area not built yet
+                continue
+            raise
+        module.register(app)
+
+
+_register_all()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code (0 ok, 1 failed job, 2 bad usage)."""
+    from vismerch.errors import VismerchError
+
+    try:
+        app(args=argv, standalone_mode=False)
+    except VismerchError as exc:
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[bold red]error:[/] {exc.message}")
+        if exc.hint:
+            Console(stderr=True).print(f"  [yellow]hint:[/] {exc.hint}")
+        return exc.exit_code
+    except typer.Exit as exc:
+        return exc.exit_code
+    except SystemExit as exc:  # click usage errors
+        return int(exc.code or 0)
+    except Exception as exc:  # click.UsageError and friends carry exit_code
+        code = getattr(exc, "exit_code", None)
+        if code is not None and hasattr(exc, "show"):
+            exc.show()
+            return code
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""CLI command modules, each with a register(app) function."""

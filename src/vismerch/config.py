@@ -1,0 +1,124 @@
+"""One settings table: name, type, default, help. It drives CLI defaults, the
+``VISMERCH_*`` environment, an optional ``vismerch.toml`` and the generated docs.
+
+Precedence: default < TOML file < environment < explicit overrides (CLI flags).
+The resolved settings are stored with every ingest run.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vismerch.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    type: type
+    default: Any
+    help: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    # decode
+    Setting("max_pixels", int, 40_000_000, "Refuse images with more pixels than this (decompression-bomb guard)."),
+    Setting("working_size", int, 256, "Images are decoded straight to this square size for feature extraction."),
+    Setting("thumb_size", int, 192, "Longest side of the WebP thumbnails kept in the store."),
+    # pipeline
+    Setting("batch_size", int, 64, "Images per feature batch."),
+    Setting("task_size", int, 256, "Images per task (one Parquet shard per task and backend)."),
+    Setting("workers", int, 0, "Worker processes for decode and features; 0 means one per CPU core."),
+    Setting("device", str, "cpu", "Torch device for feature extraction: cpu, cuda or cuda:N."),
+    # quality thresholds (each flag is reported with its measured value)
+    Setting("quality_min_side", int, 500, "Flag low-resolution when the shorter side is below this many pixels."),
+    Setting("quality_max_aspect", float, 2.5, "Flag extreme aspect ratio when long/short side exceeds this."),
+    Setting("quality_blur_min", float, 150.0, "Flag blur when the Laplacian variance on edges is below this."),
+    Setting("quality_dark_max", float, 35.0, "Flag under-exposure when the mean foreground L* is below this and the background is dark."),
+    Setting("quality_bright_min", float, 97.0, "Flag over-exposure when the product itself is nearly white (L* above this) and faint."),
+    Setting("quality_background_delta", float, 8.0, "Flag non-white background when the border's CIEDE2000 from white exceeds this."),
+    Setting("quality_clutter", float, 12.0, "Flag cluttered background when the border's colour spread (Lab std) exceeds this."),
+    Setting("quality_min_fill", float, 0.08, "Flag product-too-small when the foreground covers less than this fraction of the frame."),
+    Setting("quality_offcentre", float, 0.18, "Flag off-centre when the foreground's centre is further than this (fraction of the frame) from the middle."),
+    Setting("audit_colour_delta", float, 20.0, "Catalog audit: flag a listed colour whose CIEDE2000 to the dominant colour exceeds this."),
+    # duplicates and index
+    Setting("dup_hash_distance", int, 10, "Near-duplicate candidates: perceptual-hash Hamming distance at most this (of 64 bits)."),
+    Setting("dup_cosine", float, 0.92, "Near-duplicate candidates must also have vector cosine at least this."),
+    Setting("index_exact_max", int, 50_000, "Use an exact FAISS index up to this many vectors, HNSW above."),
+    Setting("multicolour_max_weight", float, 0.45, "A product is `multicolour` when no named colour has at least this weight."),
+)
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+ENV_PREFIX = "VISMERCH_"
+
+
+def _coerce(setting: Setting, value: Any, origin: str) -> Any:
+    try:
+        if setting.type is bool and isinstance(value, str):
+            return value.strip().lower() in {"1", "true", "yes", "on"}
+        return setting.type(value)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(
+            f"setting {setting.name} from {origin}: {value!r} is not a valid {setting.type.__name__}",
+            hint=setting.help,
+        ) from exc
+
+
+class Settings:
+    """Resolved settings; attribute access (``settings.max_pixels``)."""
+
+    def __init__(self, values: dict[str, Any]):
+        self._values = dict(values)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def replace(self, **overrides: Any) -> Settings:
+        return load_settings(base=self._values, overrides=overrides)
+
+    def __repr__(self) -> str:
+        return f"Settings({self._values!r})"
+
+
+def load_settings(
+    toml_path: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    base: dict[str, Any] | None = None,
+) -> Settings:
+    """Resolve settings: defaults (or ``base``) < TOML < ``VISMERCH_*`` env < ``overrides``."""
+    values = {s.name: s.default for s in SETTINGS} if base is None else dict(base)
+    if base is None:
+        toml_path = toml_path or os.environ.get(ENV_PREFIX + "CONFIG")
+        if toml_path:
+            path = Path(toml_path)
+            try:
+                data = tomllib.loads(path.read_text())
+            except (OSError, tomllib.TOMLDecodeError) as exc:
+                raise UsageError(f"cannot read settings file {path}: {exc}") from exc
+            for key, value in data.items():
+                if key not in _BY_NAME:
+                    raise UsageError(f"unknown setting {key!r} in {path}", hint="see docs/settings.md")
+                values[key] = _coerce(_BY_NAME[key], value, str(path))
+        env = os.environ if env is None else env
+        for s in SETTINGS:
+            key = ENV_PREFIX + s.name.upper()
+            if key in env:
+                values[s.name] = _coerce(s, env[key], key)
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if key not in _BY_NAME:
+            raise UsageError(f"unknown setting {key!r}")
+        values[key] = _coerce(_BY_NAME[key], value, "override")
+    return Settings(values)

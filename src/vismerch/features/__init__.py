@@ -1,0 +1,1 @@
+"""Feature backends: one protocol, a registry by name (see base.py)."""

@@ -1,0 +1,83 @@
+"""The FeatureBackend protocol and the backend registry.
+
+A backend turns a batch of decoded images (uint8 tensor ``(B, H, W, 3)``, RGB, on any
+device) into a ``FeatureBatch``: one L2-normalised vector per image plus optional extra
+per-image columns (palette, hash, metrics) that go into the same Parquet shard.
+Its ``fingerprint`` (backend, model, revision, precision, version) is stored with every
+shard so that vectors of different fingerprints never mix in one index.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from vismerch.registry import Registry
+
+
+@dataclass
+class FeatureBatch:
+    """Per-image outputs of a backend for one batch (all arrays share the first axis)."""
+
+    vectors: np.ndarray  # (B, dim) float32, L2-normalised
+    columns: dict[str, np.ndarray] = field(default_factory=dict)  # extra per-image arrays
+
+    def __len__(self) -> int:
+        return int(self.vectors.shape[0])
+
+
+@runtime_checkable
+class FeatureBackend(Protocol):
+    name: str
+    dim: int
+
+    @property
+    def fingerprint(self) -> dict[str, Any]: ...
+
+    def encode_images(self, images: Any) -> FeatureBatch: ...
+
+
+def fingerprint_key(fingerprint: dict[str, Any]) -> str:
+    """A stable string for a fingerprint (stored beside shards, compared on load)."""
+    return json.dumps(fingerprint, sort_keys=True, separators=(",", ":"))
+
+
+# name -> factory(settings, **options) -> FeatureBackend
+BACKENDS: Registry = Registry("backends")
+
+
+def _register_builtins() -> None:
+    def colour(settings=None, device: str = "cpu", **options):
+        from vismerch.features.colour import ColourBackend
+
+        return ColourBackend(device=device, settings=settings, **options)
+
+    def neural(kind: str):
+        def factory(settings=None, device: str = "cpu", **options):
+            from vismerch.features.neural import build_backend
+
+            return build_backend(kind, settings=settings, device=device, **options)
+
+        return factory
+
+    def text(settings=None, device: str = "cpu", **options):
+        from vismerch.features.text import TextBackend
+
+        return TextBackend(device=device, settings=settings, **options)
+
+    BACKENDS.register("colour", colour)
+    for kind in ("clip", "siglip", "openclip"):
+        BACKENDS.register(kind, neural(kind))
+    BACKENDS.register("text", text)
+
+
+_register_builtins()
+
+
+def create_backend(name: str, settings=None, device: str = "cpu", **options) -> FeatureBackend:
+    """Build a backend by registered name; unknown names raise with the known list."""
+    factory = BACKENDS.get(name)
+    return factory(settings=settings, device=device, **options)

@@ -1,0 +1,600 @@
+"""Neural image/text encoders: ``clip`` and ``siglip`` through transformers, ``openclip``
+through open_clip (optional extra).
+
+Three separate axes, as in open_clip: the architecture and weights come from ``model``
+(a hub id, ``hf-hub:`` id or local folder, pinned by ``revision``); the precision comes
+from ``accel.precision`` (auto-chosen and verified); preprocessing comes from the model's
+own image-processor config and runs in torch on the device from uint8 ``(B, H, W, 3)``.
+All of them are in the fingerprint stored with every shard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from vismerch.accel.device import DeviceInfo, device_info, resolve_device
+from vismerch.accel.precision import (
+    DEFAULT_MIN_COSINE,
+    PrecisionChoice,
+    PrecisionPath,
+    PreparedModel,
+    check_precision,
+    choose_precision,
+    prepare_module,
+    running,
+)
+from vismerch.errors import UsageError, VismerchError
+from vismerch.features.base import FeatureBatch
+
+log = logging.getLogger("vismerch.neural")
+
+VERSION = 1
+DEFAULT_MODELS = {
+    "clip": "openai/clip-vit-base-patch16",
+    "siglip": "google/siglip-base-patch16-224",
+    "openclip": "ViT-B-16:laion2b_s34b_b88k",
+}
+_MODEL_TYPES = {"clip": {"clip"}, "siglip": {"siglip"}}
+_RESAMPLE = {0: "nearest", 1: "bicubic", 2: "bilinear", 3: "bicubic", 4: "bilinear", 5: "bicubic"}
+
+CALIBRATION_TEXTS = (
+    "a red floral summer dress",
+    "blue denim jeans",
+    "a black leather handbag",
+    "white cotton t-shirt with short sleeves",
+    "a striped wool jumper",
+    "brown suede ankle boots",
+    "a green silk scarf with a paisley print",
+    "navy blazer for the office",
+)
+
+
+# --------------------------------------------------------------------------- preprocessing
+
+
+@dataclass(frozen=True)
+class Preprocess:
+    """Resize, crop and normalise as the model's own config says, in torch, on any device."""
+
+    resize: str  # "shortest" (short side to size[0]) | "exact" (to size) | "longest" (+ pad) | "none"
+    size: tuple[int, int]
+    crop: tuple[int, int] | None
+    mean: tuple[float, float, float]
+    std: tuple[float, float, float]
+    interpolation: str = "bicubic"
+    rescale: float = 1 / 255
+
+    @classmethod
+    def from_hf(cls, cfg: dict[str, Any]) -> Preprocess:
+        """From a transformers ``preprocessor_config.json`` (CLIP, SigLIP and friends)."""
+        size = cfg.get("size", {"shortest_edge": 224})
+        if isinstance(size, int):
+            size = {"shortest_edge": size}
+        if not cfg.get("do_resize", True):
+            resize, hw = "none", (0, 0)
+        elif "shortest_edge" in size:
+            resize, hw = "shortest", (int(size["shortest_edge"]),) * 2
+        else:
+            resize, hw = "exact", (int(size["height"]), int(size["width"]))
+        crop = None
+        if cfg.get("do_center_crop", False):
+            cs = cfg.get("crop_size", {"height": hw[0], "width": hw[1]})
+            crop = (cs, cs) if isinstance(cs, int) else (int(cs["height"]), int(cs["width"]))
+        normalise = cfg.get("do_normalize", True)
+        mean = tuple(cfg.get("image_mean", (0.0, 0.0, 0.0))) if normalise else (0.0, 0.0, 0.0)
+        std = tuple(cfg.get("image_std", (1.0, 1.0, 1.0))) if normalise else (1.0, 1.0, 1.0)
+        rescale = float(cfg.get("rescale_factor", 1 / 255)) if cfg.get("do_rescale", True) else 1.0
+        resample = cfg.get("resample", 3)
+        interp = _RESAMPLE.get(resample, "bicubic") if isinstance(resample, int) else str(resample)
+        return cls(resize, hw, crop, mean, std, interp, rescale)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_openclip(cls, cfg: dict[str, Any]) -> Preprocess:
+        """From open_clip's ``model.visual.preprocess_cfg``."""
+        size = cfg.get("size", 224)
+        hw = (size, size) if isinstance(size, int) else (int(size[0]), int(size[1]))
+        mode = cfg.get("resize_mode", "shortest")
+        resize = {"shortest": "shortest", "squash": "exact", "longest": "longest"}.get(mode, mode)
+        crop = hw if resize == "shortest" else None
+        return cls(
+            resize,
+            hw,
+            crop,
+            tuple(cfg.get("mean", (0.48145466, 0.4578275, 0.40821073))),  # type: ignore[arg-type]
+            tuple(cfg.get("std", (0.26862954, 0.26130258, 0.27577711))),  # type: ignore[arg-type]
+            str(cfg.get("interpolation", "bicubic")),
+        )
+
+    @property
+    def output_size(self) -> tuple[int, int]:
+        return self.crop or self.size
+
+    def key(self) -> str:
+        """Short stable description for the fingerprint."""
+        crop = "none" if self.crop is None else f"{self.crop[0]}x{self.crop[1]}"
+        mean = ",".join(f"{v:.4f}" for v in self.mean)
+        std = ",".join(f"{v:.4f}" for v in self.std)
+        return (
+            f"resize={self.resize}:{self.size[0]}x{self.size[1]}:{self.interpolation};"
+            f"crop={crop};mean={mean};std={std};scale={self.rescale:.6f}"
+        )
+
+    def _target(self, h: int, w: int) -> tuple[int, int]:
+        if self.resize == "shortest":
+            short, long = (h, w) if h <= w else (w, h)
+            s = self.size[0]
+            new_long = int(s * long / short)
+            return (s, new_long) if h <= w else (new_long, s)
+        if self.resize == "longest":
+            scale = min(self.size[0] / h, self.size[1] / w)
+            return max(1, round(h * scale)), max(1, round(w * scale))
+        if self.resize == "exact":
+            return self.size
+        return h, w
+
+    def __call__(self, images: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """uint8 ``(B, H, W, 3)`` (or ``(B, 3, H, W)``) -> normalised ``(B, 3, h, w)``."""
+        if images.ndim != 4:
+            raise UsageError(f"expected a (B, H, W, 3) image batch, got shape {tuple(images.shape)}")
+        x = images.permute(0, 3, 1, 2) if images.shape[-1] == 3 else images
+        x = x.float()
+        h, w = x.shape[-2:]
+        th, tw = self._target(h, w)
+        if (th, tw) != (h, w):
+            mode = self.interpolation if self.interpolation in ("bilinear", "bicubic") else "nearest"
+            kwargs = {} if mode == "nearest" else {"align_corners": False, "antialias": True}
+            x = F.interpolate(x, size=(th, tw), mode=mode, **kwargs)
+            # processors resize to uint8 images: clamp and round the same way
+            x = x.clamp_(0, 255).round_()
+        if self.resize == "longest":
+            ph, pw = self.size[0] - th, self.size[1] - tw
+            x = F.pad(x, (pw // 2, pw - pw // 2, ph // 2, ph - ph // 2), value=0.0)
+        if self.crop is not None:
+            x = _center_crop(x, self.crop)
+        mean = torch.tensor(self.mean, device=x.device).view(1, 3, 1, 1)
+        std = torch.tensor(self.std, device=x.device).view(1, 3, 1, 1)
+        return ((x * self.rescale - mean) / std).to(dtype)
+
+
+def _center_crop(x: torch.Tensor, crop: tuple[int, int]) -> torch.Tensor:
+    ch, cw = crop
+    h, w = x.shape[-2:]
+    if h < ch or w < cw:  # pad small images like the processors do
+        ph, pw = max(0, ch - h), max(0, cw - w)
+        x = F.pad(x, (pw // 2, pw - pw // 2, ph // 2, ph - ph // 2), value=0.0)
+        h, w = x.shape[-2:]
+    top, left = (h - ch) // 2, (w - cw) // 2
+    return x[..., top : top + ch, left : left + cw]
+
+
+# --------------------------------------------------------------------------- calibration
+
+
+def calibration_images(n: int = 16, size: int = 224, seed: int = 0) -> torch.Tensor:
+    """A deterministic uint8 ``(n, size, size, 3)`` batch: smooth colour fields, a product-like
+    block on a light background, and fine texture, so that every layer sees varied input."""
+    g = torch.Generator().manual_seed(seed)
+    coarse = torch.rand(n, 3, 4, 4, generator=g) * 255
+    x = F.interpolate(coarse, size=(size, size), mode="bicubic", align_corners=False)
+    yy, xx = torch.meshgrid(torch.arange(size), torch.arange(size), indexing="ij")
+    for i in range(n):
+        if i % 2:  # half of them: an object on a near-white background
+            cy, cx = torch.randint(size // 4, 3 * size // 4, (2,), generator=g).tolist()
+            r = int(torch.randint(size // 8, size // 3, (1,), generator=g))
+            mask = ((yy - cy).abs() < r) & ((xx - cx).abs() < r * 2 // 3)
+            bg = torch.full((3, size, size), 245.0)
+            x[i] = torch.where(mask, x[i], bg)
+    x += torch.randn(x.shape, generator=g) * 12
+    return x.clamp(0, 255).round().to(torch.uint8).permute(0, 2, 3, 1).contiguous()
+
+
+# --------------------------------------------------------------------------- model adapters
+
+
+def _pooled(out: Any) -> torch.Tensor:
+    """transformers 4.x returns a tensor, 5.x a model output whose pooler_output is the
+    projected embedding; tuples carry it second."""
+    if isinstance(out, torch.Tensor):
+        return out
+    pooled = getattr(out, "pooler_output", None)
+    if pooled is not None:
+        return pooled
+    if isinstance(out, (tuple, list)):
+        return out[1] if len(out) > 1 else out[0]
+    raise TypeError(f"cannot find the embedding in {type(out).__name__}")
+
+
+@dataclass
+class Loaded:
+    """What a loader returns: the fp32 model and the callables that drive it."""
+
+    module: torch.nn.Module
+    image_fn: Callable[[torch.nn.Module, torch.Tensor], torch.Tensor]
+    text_fn: Callable[[torch.nn.Module, Sequence[str], torch.device], torch.Tensor] | None
+    preprocess: Preprocess
+    model: str  # what goes into the fingerprint as the model
+    revision: str | None  # pinned commit, or a content digest for local folders
+    logit_scale: float
+    logit_bias: float | None
+
+
+def _split_ref(model: str) -> tuple[str, bool]:
+    """``local-dir:PATH`` / ``hf-hub:ID`` / bare path or id -> (reference, is_local)."""
+    if model.startswith("local-dir:"):
+        return str(Path(model[len("local-dir:") :]).expanduser().resolve()), True
+    if model.startswith("hf-hub:"):
+        return model[len("hf-hub:") :], False
+    path = Path(model).expanduser()
+    if path.exists():
+        return str(path.resolve()), True
+    return model, False
+
+
+def folder_digest(folder: str | Path) -> str:
+    """A cheap content digest of a local model folder: configs in full, weight files by
+    size plus their first and last MiB (different random weights -> different digest)."""
+    h = hashlib.sha256()
+    for path in sorted(Path(folder).rglob("*")):
+        if not path.is_file() or path.name.startswith("."):
+            continue
+        h.update(path.relative_to(folder).as_posix().encode())
+        size = path.stat().st_size
+        h.update(str(size).encode())
+        with path.open("rb") as fh:
+            if size <= 2 << 20:
+                h.update(fh.read())
+            else:
+                h.update(fh.read(1 << 20))
+                fh.seek(-(1 << 20), 2)
+                h.update(fh.read())
+    return "sha256:" + h.hexdigest()[:16]
+
+
+def _load_failed(ref: str, exc: Exception) -> VismerchError:
+    return VismerchError(
+        f"cannot load model {ref!r}: {exc}",
+        hint="pass a local folder saved with save_pretrained (--model PATH), or a hub id while "
+        "online; pin it with --revision",
+    )
+
+
+def _load_hf(kind: str, model: str, revision: str | None, device: torch.device) -> Loaded:
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers.utils import cached_file
+
+    ref, local = _split_ref(model)
+    try:
+        config = AutoConfig.from_pretrained(ref, revision=revision)
+    except (OSError, ValueError) as exc:
+        raise _load_failed(ref, exc) from exc
+    if config.model_type not in _MODEL_TYPES[kind]:
+        raise UsageError(
+            f"model {ref!r} is a {config.model_type!r} model, not {kind}",
+            hint=f"use --backend {config.model_type} if vismerch supports it, or another model",
+        )
+    try:
+        module = AutoModel.from_pretrained(ref, revision=revision, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(ref, revision=revision)
+        proc_path = cached_file(ref, "preprocessor_config.json", revision=revision)
+    except ImportError as exc:  # e.g. SiglipTokenizer needs sentencepiece
+        raise VismerchError(
+            f"model {ref!r} needs a package that is not installed: {exc}",
+            hint="pip install sentencepiece protobuf (SigLIP's tokenizer)",
+        ) from exc
+    except (OSError, ValueError) as exc:
+        raise _load_failed(ref, exc) from exc
+    preprocess = Preprocess.from_hf(json.loads(Path(proc_path).read_text()))
+    if local:
+        pinned = folder_digest(ref)
+    else:
+        match = re.search(r"snapshots/([0-9a-f]{40})/", str(proc_path))
+        pinned = match.group(1) if match else revision
+    module = module.eval().to(device)
+    text_cfg = module.config.text_config
+    max_len = int(getattr(text_cfg, "max_position_embeddings", 77))
+    # SigLIP was trained on max-length padding and pools the last token
+    padding: str | bool = "max_length" if kind == "siglip" else True
+
+    def image_fn(m: torch.nn.Module, pixels: torch.Tensor) -> torch.Tensor:
+        return _pooled(m.get_image_features(pixel_values=pixels))
+
+    def text_fn(m: torch.nn.Module, texts: Sequence[str], dev: torch.device) -> torch.Tensor:
+        enc = tokenizer(
+            list(texts), padding=padding, truncation=True, max_length=max_len, return_tensors="pt"
+        )
+        enc = {k: v.to(dev) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+        if kind == "siglip":
+            enc.pop("attention_mask", None)  # SigLIP attends to padding, as trained
+        return _pooled(m.get_text_features(**enc))
+
+    scale = float(module.logit_scale.detach().exp().item())
+    bias = getattr(module, "logit_bias", None)
+    bias = None if bias is None else float(bias.detach().reshape(-1)[0].item())
+    return Loaded(module, image_fn, text_fn, preprocess, ref, pinned, scale, bias)
+
+
+def _load_openclip(model: str, revision: str | None, device: torch.device) -> Loaded:
+    try:
+        import open_clip
+    except ImportError as exc:
+        raise UsageError(
+            "the openclip backend needs open_clip", hint="install vismerch[openclip]"
+        ) from exc
+    # "ARCH:TAG", "hf-hub:org/name" or "local-dir:PATH" (open_clip's own schemes)
+    if model.startswith(("hf-hub:", "local-dir:")):
+        name, pretrained = model, None
+    else:
+        name, _, pretrained = model.partition(":")
+        pretrained = pretrained or None
+    try:
+        module = open_clip.create_model(name, pretrained=pretrained, device=device)
+        tokenizer = open_clip.get_tokenizer(name)
+    except Exception as exc:  # open_clip raises RuntimeError/ValueError/OSError
+        raise _load_failed(model, exc) from exc
+    cfg = getattr(module.visual, "preprocess_cfg", None) or {}
+    preprocess = Preprocess.from_openclip(dict(cfg))
+    module = module.eval()
+
+    def image_fn(m: torch.nn.Module, pixels: torch.Tensor) -> torch.Tensor:
+        return m.encode_image(pixels)
+
+    def text_fn(m: torch.nn.Module, texts: Sequence[str], dev: torch.device) -> torch.Tensor:
+        return m.encode_text(tokenizer(list(texts)).to(dev))
+
+    scale = float(module.logit_scale.detach().exp().item())
+    bias = getattr(module, "logit_bias", None)
+    bias = None if bias is None else float(bias.detach().reshape(-1)[0].item())
+    pinned = revision or (folder_digest(model[10:]) if model.startswith("local-dir:") else None)
+    return Loaded(module, image_fn, text_fn, preprocess, model, pinned, scale, bias)
+
+
+# --------------------------------------------------------------------------- the backend
+
+
+class NeuralBackend:
+    """A loaded encoder at a verified precision: ``encode_images`` and ``encode_texts``."""
+
+    def __init__(
+        self,
+        kind: str,
+        loaded: Loaded,
+        prepared: PreparedModel,
+        choice: PrecisionChoice | None,
+        device: torch.device,
+        info: DeviceInfo,
+        batch_size: int | None = None,
+        compile: bool = False,
+        default_batch: int = 64,
+    ):
+        self.name = kind
+        self.kind = kind
+        self.device = device
+        self.info = info
+        self.loaded = loaded
+        self.prepared = prepared
+        self.precision = prepared.precision
+        self.precision_choice = choice
+        self.logit_scale = loaded.logit_scale
+        self.logit_bias = loaded.logit_bias
+        self.preprocess = loaded.preprocess
+        self._batch_size = batch_size
+        self._default_batch = default_batch
+        self.compiled = bool(compile)
+        image_call = self._image_call
+        self._image_forward = torch.compile(image_call) if compile else image_call
+        self.dim = int(self._encode(calibration_images(1, max(self.preprocess.output_size))).shape[1])
+
+    # the fingerprint: architecture/weights, precision and preprocessing are separate axes
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            "backend": self.name,
+            "model": self.loaded.model,
+            "revision": self.loaded.revision,
+            "precision": self.precision,
+            "preprocess": self.preprocess.key(),
+            "dim": self.dim,
+            "version": VERSION,
+        }
+
+    @property
+    def precision_report(self) -> str:
+        return self.precision_choice.summary() if self.precision_choice else self.precision
+
+    @property
+    def batch_size(self) -> int:
+        """Explicit, else the largest CUDA batch that still speeds up, else the setting."""
+        if self._batch_size is None:
+            if self.device.type == "cuda":
+                self._batch_size = auto_batch_size(self._time_batch, self.device)
+            else:
+                self._batch_size = self._default_batch
+        return self._batch_size
+
+    def _image_call(self, pixels: torch.Tensor) -> torch.Tensor:
+        return self.loaded.image_fn(self.prepared.module, pixels)
+
+    def _encode(self, images: torch.Tensor) -> torch.Tensor:
+        with running(self.prepared):
+            pixels = self.preprocess(images.to(self.device, non_blocking=True), self.prepared.input_dtype)
+            out = self._image_forward(pixels)
+        return F.normalize(out.float(), dim=-1)
+
+    def _time_batch(self, n: int) -> float:
+        h, w = self.preprocess.output_size
+        batch = torch.randint(0, 256, (n, h, w, 3), dtype=torch.uint8, device=self.device)
+        self._encode(batch)  # warm-up
+        torch.cuda.synchronize(self.device)
+        t0 = time.perf_counter()
+        self._encode(batch)
+        torch.cuda.synchronize(self.device)
+        return time.perf_counter() - t0
+
+    def encode_images(self, images: Any) -> FeatureBatch:
+        """uint8 ``(B, H, W, 3)`` tensor/array (any device) -> L2-normalised float32 vectors."""
+        batch = torch.as_tensor(images) if not isinstance(images, torch.Tensor) else images
+        if batch.dtype != torch.uint8:
+            raise UsageError(f"encode_images expects uint8 images, got {batch.dtype}")
+        if len(batch) == 0:
+            return FeatureBatch(np.zeros((0, self.dim), dtype=np.float32))
+        step = self._batch_size or len(batch)  # the caller's batch unless a cap was set
+        parts = [self._encode(batch[i : i + step]).cpu() for i in range(0, len(batch), step)]
+        return FeatureBatch(torch.cat(parts).numpy().astype(np.float32, copy=False))
+
+    def encode_texts(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
+        """Texts through the model's text tower -> L2-normalised float32 ``(N, dim)``."""
+        if self.loaded.text_fn is None:
+            raise UsageError(f"backend {self.name} has no text tower")
+        texts = [str(t) for t in texts]
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = []
+        with running(self.prepared):
+            for i in range(0, len(texts), batch_size):
+                emb = self.loaded.text_fn(self.prepared.module, texts[i : i + batch_size], self.device)
+                out.append(F.normalize(emb.float(), dim=-1).cpu())
+        return torch.cat(out).numpy()
+
+    def __repr__(self) -> str:
+        return f"NeuralBackend({self.name}, {self.loaded.model!r}, {self.precision}, {self.device})"
+
+
+def auto_batch_size(
+    run: Callable[[int], float],
+    device: torch.device,
+    start: int = 16,
+    limit: int = 2048,
+    min_gain: float = 1.05,
+    memory_fraction: float = 0.85,
+) -> int:
+    """Double the batch while it fits and images/s still rise by at least ``min_gain``.
+
+    ``run(n)`` returns seconds for one batch of ``n``. CUDA only (CPU returns ``start``).
+    """
+    if device.type != "cuda":
+        return start
+    best, best_rate, n = start, 0.0, start
+    total = torch.cuda.get_device_properties(device).total_memory
+    while n <= limit:
+        torch.cuda.reset_peak_memory_stats(device)
+        try:
+            seconds = run(n)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            break
+        rate = n / max(seconds, 1e-9)
+        if best_rate and rate < best_rate * min_gain:
+            break
+        best, best_rate = n, rate
+        if torch.cuda.max_memory_allocated(device) > memory_fraction * total / 2:
+            break  # the next doubling would not fit with headroom
+        n *= 2
+    torch.cuda.empty_cache()
+    log.info("auto batch size on %s: %d (%.0f images/s)", device, best, best_rate)
+    return best
+
+
+def _setting(settings: Any, name: str, default: Any) -> Any:
+    value = getattr(settings, name, None) if settings is not None else None
+    return default if value is None else value
+
+
+def build_backend(
+    kind: str,
+    settings: Any = None,
+    device: str = "cpu",
+    model: str | None = None,
+    revision: str | None = None,
+    precision: str = "auto",
+    compile: bool = False,
+    batch_size: int | None = None,
+    *,
+    min_cosine: float | None = None,
+    precision_paths: dict[str, PrecisionPath] | None = None,
+    calibration: torch.Tensor | None = None,
+) -> NeuralBackend:
+    """Load ``model`` for ``kind`` (clip | siglip | openclip), choose and verify the precision.
+
+    ``precision_paths`` overrides entries of ``accel.precision.PRECISION_PATHS`` (tests
+    inject a damaged path this way); ``calibration`` replaces the synthetic guard batch.
+    """
+    if kind not in DEFAULT_MODELS:
+        raise UsageError(f"unknown neural backend {kind!r}", hint="choose clip, siglip or openclip")
+    precision = check_precision(precision or _setting(settings, "precision", "auto"))
+    dev = resolve_device(device)
+    info = device_info(dev)
+    model = model or _setting(settings, "model", None) or DEFAULT_MODELS[kind]
+    loaded = (
+        _load_openclip(model, revision, dev) if kind == "openclip" else _load_hf(kind, model, revision, dev)
+    )
+    threshold = float(
+        min_cosine if min_cosine is not None else _setting(settings, "precision_min_cosine", DEFAULT_MIN_COSINE)
+    )
+    h, w = loaded.preprocess.output_size
+    images = calibration if calibration is not None else calibration_images(16, max(h, w))
+
+    def prepare(p: str) -> PreparedModel:
+        # fp32 is the loaded model itself; every other level converts a copy
+        return prepare_module(loaded.module, p, info, precision_paths, copy_module=p != "fp32")
+
+    def embed(prepared: PreparedModel) -> torch.Tensor:
+        with running(prepared):
+            pixels = loaded.preprocess(images.to(dev), prepared.input_dtype)
+            parts = [F.normalize(loaded.image_fn(prepared.module, pixels).float(), dim=-1)]
+            if loaded.text_fn is not None:
+                txt = loaded.text_fn(prepared.module, CALIBRATION_TEXTS, dev)
+                parts.append(F.normalize(txt.float(), dim=-1))
+        return torch.cat(parts)
+
+    choice = choose_precision(precision, info, prepare=prepare, embed=embed, min_cosine=threshold)
+    if choice.precision != "fp32":
+        loaded.module = None  # type: ignore[assignment]  # free the fp32 reference
+    log.info("%s %s on %s: precision %s", kind, loaded.model, dev, choice.summary())
+    default_batch = int(_setting(settings, "batch_size", 64))
+    return NeuralBackend(
+        kind, loaded, choice.candidate, choice, dev, info, batch_size, compile, default_batch
+    )
+
+
+def flops_per_image(backend: NeuralBackend) -> float | None:
+    """Forward FLOPs of a ViT image tower per image (2 per multiply-add), or None."""
+    module = backend.prepared.module
+    cfg = getattr(getattr(module, "config", None), "vision_config", None)
+    if cfg is None:
+        return None
+    return vit_flops(
+        cfg.image_size, cfg.patch_size, cfg.hidden_size, cfg.intermediate_size, cfg.num_hidden_layers
+    )
+
+
+def vit_flops(image: int, patch: int, hidden: int, mlp: int, layers: int, cls: bool = True) -> float:
+    """Analytic forward FLOPs of a ViT: patch embedding, attention and MLP matmuls."""
+    n = (image // patch) ** 2 + (1 if cls else 0)
+    embed = 2 * n * 3 * patch * patch * hidden
+    per_layer = 2 * n * (4 * hidden * hidden + 2 * hidden * mlp) + 2 * 2 * n * n * hidden
+    return float(embed + layers * per_layer)
+
+
+__all__ = [
+    "NeuralBackend",
+    "Preprocess",
+    "auto_batch_size",
+    "build_backend",
+    "calibration_images",
+    "folder_digest",
+    "vit_flops",
+    "math",
+]

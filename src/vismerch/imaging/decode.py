@@ -1,0 +1,131 @@
+"""Safe image decode: refuse what is broken or dangerous with a specific reason,
+normalise everything else to an RGB uint8 array at the working size.
+
+- EXIF orientation applied; alpha composited over white; CMYK, 16-bit, float,
+  palette, bilevel and greyscale converted to RGB; GIF/TIFF: first frame.
+- The pixel count is checked from the header before any pixel is decoded, so a
+  decompression bomb is refused, not decoded.
+- JPEGs are decoded straight to (about) the working size with Pillow's draft mode
+  (DCT scaling), which is where most of the decode time is saved.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from vismerch.errors import DecodeError
+
+SUPPORTED_FORMATS = frozenset({"JPEG", "MPO", "PNG", "WEBP", "GIF", "BMP", "TIFF"})
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
+
+# EXIF orientations 5..8 swap width and height.
+_SWAPS_AXES = {5, 6, 7, 8}
+
+
+@dataclass
+class DecodedImage:
+    pixels: np.ndarray  # (S, S, 3) uint8 RGB at the working size (aspect not preserved)
+    thumb: Image.Image | None  # RGB, aspect preserved, longest side <= thumb size
+    width: int  # original size after EXIF orientation
+    height: int
+    format: str
+
+
+def _to_rgb(im: Image.Image) -> Image.Image:
+    """Convert any Pillow mode to RGB; transparency is composited over white."""
+    mode = im.mode
+    if mode == "RGB":
+        return im
+    if mode == "P" or mode == "PA":
+        im = im.convert("RGBA")
+        mode = "RGBA"
+    if mode in ("RGBA", "LA", "RGBa", "La"):
+        rgba = im.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    if mode.startswith("I;16") or mode in ("I", "F"):
+        # Pillow's own I/F -> L conversion clips instead of scaling; scale by the range.
+        arr = np.asarray(im, dtype=np.float32)
+        peak = 65535.0 if mode.startswith("I;16") or arr.max(initial=0) > 255 else 255.0
+        if mode == "F" and arr.max(initial=0) <= 1.0:
+            peak = 1.0
+        grey = np.clip(arr * (255.0 / peak), 0, 255).astype(np.uint8)
+        return Image.fromarray(grey, "L").convert("RGB")
+    return im.convert("RGB")  # L, 1, CMYK, YCbCr, LAB, HSV
+
+
+def decode_image(
+    data: bytes,
+    working_size: int = 256,
+    max_pixels: int = 40_000_000,
+    thumb_size: int | None = 192,
+) -> DecodedImage:
+    """Decode image bytes safely; raise DecodeError(reason, message) when refused.
+
+    Reasons: empty-file, not-an-image, unsupported-format, too-many-pixels,
+    truncated, corrupt.
+    """
+    if not data:
+        raise DecodeError("empty-file", "the file is empty (0 bytes)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(data))
+    except UnidentifiedImageError:
+        raise DecodeError("not-an-image", "not a recognised image file") from None
+    except Image.DecompressionBombError as exc:
+        raise DecodeError("too-many-pixels", str(exc)) from None
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise DecodeError("corrupt", f"cannot read the image header: {exc}") from None
+
+    if im.format not in SUPPORTED_FORMATS:
+        raise DecodeError("unsupported-format", f"image format {im.format} is not supported")
+    fmt = im.format
+    width, height = im.size
+    if width <= 0 or height <= 0:
+        raise DecodeError("corrupt", f"invalid image size {width}x{height}")
+    if width * height > max_pixels:
+        raise DecodeError(
+            "too-many-pixels",
+            f"{width}x{height} = {width * height:,} pixels exceeds the limit of {max_pixels:,}",
+        )
+    orientation = 1
+    try:
+        orientation = int(im.getexif().get(0x0112, 1) or 1)
+    except Exception:  # a broken EXIF block must not refuse a good image
+        orientation = 1
+    if orientation in _SWAPS_AXES:
+        width, height = height, width
+
+    if im.format in ("JPEG", "MPO"):
+        # DCT-domain downscale: decodes at 1/2, 1/4 or 1/8 while staying >= the target.
+        im.draft("RGB" if im.mode == "RGB" else None, (working_size, working_size))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im.seek(0)
+            im.load()
+    except OSError as exc:
+        text = str(exc).lower()
+        reason = "truncated" if "truncat" in text or "broken data stream" in text else "corrupt"
+        raise DecodeError(reason, f"cannot decode the image data: {exc}") from None
+    except (SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
+        raise DecodeError("corrupt", f"cannot decode the image data: {exc}") from None
+
+    if orientation != 1:
+        im = ImageOps.exif_transpose(im)
+    im = _to_rgb(im)
+
+    pixels = np.asarray(
+        im.resize((working_size, working_size), Image.Resampling.BILINEAR), dtype=np.uint8
+    )
+    thumb = None
+    if thumb_size:
+        thumb = im.copy()
+        thumb.thumbnail((thumb_size, thumb_size), Image.Resampling.BILINEAR)
+    return DecodedImage(pixels=pixels, thumb=thumb, width=width, height=height, format=fmt)

@@ -1,0 +1,1 @@
+"""vismerch.merch."""

@@ -1,0 +1,115 @@
+"""Derived data rebuilt after every ingest from what is committed: the catalog audit,
+the similarity indexes, duplicate groups and collection membership. Each step is
+idempotent, so a run killed here simply redoes it next time."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import numpy as np
+
+from vismerch.catalog.store import Features, Store
+from vismerch.config import Settings
+
+AUDIT_COLUMNS = ("colour", "color")
+
+
+def refresh_audit(store: Store, features: Features, settings: Settings) -> int:
+    """Flag products whose listed colour disagrees with the image's dominant colour."""
+    from vismerch.features.colour import load_colour_table
+    from vismerch.features.quality import audit_listed_colour
+
+    if not len(features):
+        return 0
+    table = load_colour_table()
+    row_of = {pid: i for i, pid in enumerate(features.ids)}
+    rows = []
+    for product in store.products():
+        listed = next((product.attributes.get(c) for c in AUDIT_COLUMNS if product.attributes.get(c)), None)
+        if not listed or product.id not in row_of:
+            continue
+        i = row_of[product.id]
+        result = audit_listed_colour(
+            str(listed),
+            features.columns["palette_lab"][i],
+            features.columns["palette_weight"][i],
+            table,
+            settings.audit_colour_delta,
+        )
+        if result is not None and result.disagrees:
+            rows.append((product.id, "colour", result.listed, result.observed, float(result.distance)))
+    with store.transaction() as con:
+        con.execute("DELETE FROM audit WHERE kind = 'colour'")
+        con.executemany(
+            "INSERT INTO audit (product_id, kind, listed, observed, distance) VALUES (?,?,?,?,?)", rows
+        )
+    return len(rows)
+
+
+def refresh_indexes(store: Store, settings: Settings) -> dict[str, int]:
+    """One FAISS index per backend (newest fingerprint) under ``index/``."""
+    from vismerch.search.index import VectorIndex
+
+    built = {}
+    backends = [row[0] for row in store.db.execute("SELECT DISTINCT backend FROM shards").fetchall()]
+    for backend in sorted(backends):
+        features = store.load_features(backend)
+        if not len(features):
+            continue
+        index = VectorIndex.build(
+            features.vectors.astype(np.float32), features.ids, exact_max=settings.index_exact_max
+        )
+        index.save(store.path / "index", backend)
+        (store.path / "index" / f"{backend}.fingerprint").write_text(features.fingerprint or "")
+        built[backend] = len(features)
+    return built
+
+
+def refresh_duplicates(store: Store, features: Features, settings: Settings) -> int:
+    """Near-duplicate groups from perceptual hashes confirmed by colour-vector cosine."""
+    from vismerch.merch.dedup import find_duplicate_groups
+
+    groups = []
+    if len(features) > 1:
+        flags = store.quality()
+        penalty = np.array([len(flags.get(pid, [])) for pid in features.ids], dtype=np.float32)
+        dims = {p.id: (p.width or 0) * (p.height or 0) for p in store.products()}
+        resolution = np.array([dims.get(pid, 0) for pid in features.ids], dtype=np.float64)
+        groups = find_duplicate_groups(
+            features.ids,
+            features.columns["phash"].astype(np.uint64),
+            features.vectors.astype(np.float32),
+            max_hamming=settings.dup_hash_distance,
+            min_cosine=settings.dup_cosine,
+            quality_penalty=penalty,
+            resolution=resolution,
+        )
+    with store.transaction() as con:
+        con.execute("DELETE FROM dup_groups")
+        con.executemany(
+            "INSERT INTO dup_groups (group_id, product_id, representative) VALUES (?,?,?)",
+            [
+                (g.group, member, int(member == g.representative))
+                for g in groups
+                for member in g.members
+            ],
+        )
+    return len(groups)
+
+
+def refresh_derived(store: Store, settings: Settings) -> dict[str, object]:
+    features = store.load_features("colour")
+    out: dict[str, object] = {
+        "audit": refresh_audit(store, features, settings),
+        "indexes": refresh_indexes(store, settings),
+        "duplicate_groups": refresh_duplicates(store, features, settings),
+    }
+    try:
+        collections = importlib.import_module("vismerch.merch.collections")
+    except ModuleNotFoundError:
+        collections = None
+    if collections is not None and hasattr(collections, "refresh_collections"):
+        collections.refresh_collections(store)
+    store.set_meta("derived", json.dumps(out, default=str))
+    return out

@@ -1,0 +1,321 @@
+"""The ingest driver: read the source, plan, distribute, commit, derive.
+
+Each finished task is committed in one SQLite transaction (its shard rows, features,
+images, colours, quality, product rows, errors), after its shard files were renamed
+into place. A run killed at any moment therefore leaves only whole, committed tasks
+(plus at most some unnamed shard files, deleted on the next open), and running the
+same command again plans only what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from vismerch.catalog.shards import remove_orphans
+from vismerch.catalog.sources import ProductRecord, read_source
+from vismerch.catalog.store import Store
+from vismerch.config import Settings, load_settings
+from vismerch.errors import JobFailed
+from vismerch.pipeline.plan import plan_tasks
+from vismerch.pipeline.tasks import BackendSpec, IngestSpec, Task, TaskResult
+
+MAX_TASK_ATTEMPTS = 2
+
+
+@dataclass
+class IngestSummary:
+    store: str
+    run_id: int
+    total: int
+    ingested: int
+    skipped: int
+    failed: int
+    failed_by_reason: dict[str, int]
+    seconds: float
+    images_per_s: float
+    phases: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _upsert_product(con, record: ProductRecord, run_id: int, **fields: Any) -> None:
+    con.execute(
+        """INSERT INTO products (id, image_path, sha256, status, title, description, category, brand,
+               price, stock, sales, created_at, attributes, file_size, file_mtime, updated_run)
+           VALUES (:id, :image_path, :sha256, :status, :title, :description, :category, :brand,
+               :price, :stock, :sales, :created_at, :attributes, :file_size, :file_mtime, :run)
+           ON CONFLICT(id) DO UPDATE SET image_path=excluded.image_path, sha256=excluded.sha256,
+               status=excluded.status, title=excluded.title, description=excluded.description,
+               category=excluded.category, brand=excluded.brand, price=excluded.price,
+               stock=excluded.stock, sales=excluded.sales, created_at=excluded.created_at,
+               attributes=excluded.attributes, file_size=excluded.file_size,
+               file_mtime=excluded.file_mtime, updated_run=excluded.updated_run""",
+        {
+            "id": record.id, "image_path": str(record.image_path), "title": record.title,
+            "description": record.description, "category": record.category, "brand": record.brand,
+            "price": record.price, "stock": record.stock, "sales": record.sales,
+            "created_at": record.created_at,
+            "attributes": json.dumps(record.attributes, sort_keys=True, default=str),
+            "run": run_id, **fields,
+        },
+    )
+
+
+def _update_metadata(con, record: ProductRecord, run_id: int) -> None:
+    """Metadata of an image that was skipped may still have changed."""
+    con.execute(
+        """UPDATE products SET title=?, description=?, category=?, brand=?, price=?, stock=?,
+               sales=?, created_at=?, attributes=? WHERE id=?""",
+        (record.title, record.description, record.category, record.brand, record.price,
+         record.stock, record.sales, record.created_at,
+         json.dumps(record.attributes, sort_keys=True, default=str), record.id),
+    )
+
+
+def _commit_task(store: Store, result: TaskResult, records: dict[str, ProductRecord], run_id: int) -> None:
+    with store.transaction() as con:
+        for shard in result.shards:
+            cur = con.execute(
+                "INSERT INTO shards (backend, fingerprint, spec_key, path, n, run_id) VALUES (?,?,?,?,?,?)",
+                (shard.backend, shard.fingerprint, shard.spec_key, shard.path, len(shard.sha256), run_id),
+            )
+            shard_id = cur.lastrowid
+            con.executemany(
+                "INSERT OR REPLACE INTO features (backend, fingerprint, sha256, shard_id, row) "
+                "VALUES (?,?,?,?,?)",
+                [
+                    (shard.backend, shard.fingerprint, sha, shard_id, row)
+                    for row, sha in enumerate(shard.sha256)
+                ],
+            )
+        for sha, colours in result.colours.items():
+            con.execute("DELETE FROM colours WHERE sha256 = ?", (sha,))
+            con.executemany(
+                "INSERT INTO colours (sha256, rank, name, hex, weight) VALUES (?,?,?,?,?)",
+                [(sha, rank, name, hx, w) for rank, (name, hx, w) in enumerate(colours)],
+            )
+        for sha, flags in result.quality.items():
+            con.execute("DELETE FROM quality WHERE sha256 = ?", (sha,))
+            con.executemany(
+                "INSERT INTO quality (sha256, name, value, flagged) VALUES (?,?,?,?)",
+                [(sha, name, value, int(flagged)) for name, value, flagged in flags],
+            )
+        for item in result.items:
+            record = records[item.product_id]
+            if item.reason is None:
+                con.execute(
+                    "INSERT OR REPLACE INTO images (sha256, width, height, bytes, format) VALUES (?,?,?,?,?)",
+                    (item.sha256, item.width, item.height, item.nbytes, item.format),
+                )
+                con.execute("DELETE FROM errors WHERE product_id = ?", (item.product_id,))
+                _upsert_product(con, record, run_id, sha256=item.sha256, status="ok",
+                                file_size=item.file_size, file_mtime=item.file_mtime)
+            else:
+                con.execute(
+                    "INSERT OR REPLACE INTO errors (product_id, image_path, sha256, reason, detail, run_id) "
+                    "VALUES (?,?,?,?,?,?)",
+                    (item.product_id, str(record.image_path), item.sha256, item.reason, item.detail, run_id),
+                )
+                _upsert_product(con, record, run_id, sha256=item.sha256, status="failed",
+                                file_size=item.file_size, file_mtime=item.file_mtime)
+
+
+def _record_missing(store: Store, missing: list[ProductRecord], run_id: int) -> None:
+    with store.transaction() as con:
+        for record in missing:
+            con.execute(
+                "INSERT OR REPLACE INTO errors (product_id, image_path, sha256, reason, detail, run_id) "
+                "VALUES (?,?,NULL,'missing-file',?,?)",
+                (record.id, str(record.image_path), f"{record.image_path} does not exist", run_id),
+            )
+            _upsert_product(con, record, run_id, sha256=None, status="failed",
+                            file_size=None, file_mtime=None)
+
+
+def _failed_task_result(task: Task, error: str) -> TaskResult:
+    from vismerch.pipeline.tasks import ItemResult
+
+    first_line = error.splitlines()[0] if error else "unknown error"
+    return TaskResult(
+        index=task.index,
+        items=[
+            ItemResult(i.product_id, i.file_size, i.file_mtime, reason="worker-error", detail=first_line)
+            for i in task.items
+        ],
+    )
+
+
+def backend_specs(backends: list[str] | tuple[str, ...], options: dict[str, dict[str, Any]] | None) -> tuple:
+    """The colour backend always runs (tags, quality, duplicates come from it)."""
+    names = ["colour"] + [b for b in backends if b != "colour"]
+    options = options or {}
+    return tuple(
+        BackendSpec(name, tuple(sorted((k, v) for k, v in options.get(name, {}).items() if v is not None)))
+        for name in names
+    )
+
+
+def ingest(
+    source: str | os.PathLike,
+    store_path: str | os.PathLike,
+    *,
+    backends: list[str] | tuple[str, ...] = ("colour",),
+    backend_options: dict[str, dict[str, Any]] | None = None,
+    settings: Settings | None = None,
+    workers: int | None = None,
+    device: str | None = None,
+    distributor: Any = None,
+    progress: bool = True,
+    derive: bool = True,
+) -> IngestSummary:
+    """Ingest a folder or manifest into a store; returns the run's summary.
+
+    Raises JobFailed when the source has images but none could be ingested.
+    """
+    from vismerch.pipeline.distributors import DISTRIBUTORS
+
+    settings = settings or load_settings()
+    overrides = {"workers": workers, "device": device}
+    settings = settings.replace(**{k: v for k, v in overrides.items() if v is not None})
+    n_workers = settings.workers or os.cpu_count() or 1
+    started = time.perf_counter()
+
+    records = read_source(source)
+    by_id = {r.id: r for r in records}
+    store = Store.open(store_path, create=True)
+    try:
+        known_shards = {row[0] for row in store.db.execute("SELECT path FROM shards").fetchall()}
+        remove_orphans(store.path, known_shards)
+        with store.transaction() as con:
+            run_id = con.execute(
+                "INSERT INTO runs (started_at, source, settings) VALUES (?,?,?)",
+                (_now(), str(Path(source).resolve()), json.dumps(settings.as_dict(), sort_keys=True)),
+            ).lastrowid
+        specs = backend_specs(backends, backend_options)
+        plan = plan_tasks(records, store, [b.key for b in specs], settings.task_size)
+        with store.transaction() as con:
+            for record in plan.skipped:
+                _update_metadata(con, record, run_id)
+        if plan.missing:
+            _record_missing(store, plan.missing, run_id)
+
+        spec = IngestSpec(
+            store_path=str(store.path.resolve()),
+            backends=specs,
+            settings=tuple(sorted(settings.as_dict().items())),
+            device=settings.device,
+            run_id=run_id,
+        )
+        own_distributor = distributor is None
+        if own_distributor:
+            distributor = DISTRIBUTORS.get("local")(workers=min(n_workers, max(1, len(plan.tasks))))
+        phases: Counter = Counter()
+        reasons: Counter = Counter({"missing-file": len(plan.missing)} if plan.missing else {})
+        ingested = 0
+        tasks_by_index = {t.index: t for t in plan.tasks}
+        attempts: Counter = Counter()
+        try:
+            with _progress(progress, plan.n_items) as advance:
+                todo = list(plan.tasks)
+                while todo:
+                    retry: list[Task] = []
+                    for result in distributor.run(todo, spec):
+                        task = tasks_by_index[result.index]
+                        if result.error is not None:
+                            attempts[task.index] += 1
+                            if attempts[task.index] < MAX_TASK_ATTEMPTS:
+                                retry.append(task)
+                                continue
+                            result = _failed_task_result(task, result.error)
+                        _commit_task(store, result, by_id, run_id)
+                        phases.update(result.timings)
+                        for item in result.items:
+                            if item.reason is None:
+                                ingested += 1
+                            else:
+                                reasons[item.reason] += 1
+                        advance(len(task.items))
+                    todo = retry
+        finally:
+            if own_distributor:
+                distributor.close()
+
+        if derive:
+            from vismerch.merch.derive import refresh_derived
+
+            t = time.perf_counter()
+            refresh_derived(store, settings)
+            phases["derive"] += time.perf_counter() - t
+
+        seconds = time.perf_counter() - started
+        failed = sum(reasons.values())
+        summary = IngestSummary(
+            store=str(store.path),
+            run_id=run_id,
+            total=len(records),
+            ingested=ingested,
+            skipped=len(plan.skipped),
+            failed=failed,
+            failed_by_reason=dict(sorted(reasons.items())),
+            seconds=round(seconds, 3),
+            images_per_s=round(ingested / seconds, 2) if seconds > 0 else 0.0,
+            phases={k: round(v, 3) for k, v in sorted(phases.items())},
+        )
+        with store.transaction() as con:
+            con.execute(
+                "UPDATE runs SET finished_at = ?, summary = ? WHERE id = ?",
+                (_now(), json.dumps(summary.as_dict()), run_id),
+            )
+        if records and ingested == 0 and summary.skipped == 0:
+            raise JobFailed(
+                f"no image could be ingested from {source} ({failed} refused)",
+                hint="see the reasons above: vismerch errors " + str(store.path),
+            )
+        return summary
+    finally:
+        store.close()
+
+
+class _progress:
+    """A rich progress bar (images, rate, ETA) or nothing."""
+
+    def __init__(self, enabled: bool, total: int):
+        self.enabled = enabled and total > 0
+        self.total = total
+
+    def __enter__(self):
+        if not self.enabled:
+            return lambda n: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        rate = TextColumn("{task.fields[rate]}")
+        self._progress = Progress(
+            TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), rate, TimeRemainingColumn()
+        )
+        self._progress.start()
+        self._started = time.perf_counter()
+        task_id = self._progress.add_task("ingest", total=self.total, rate="")
+        done = [0]
+
+        def advance(n: int) -> None:
+            done[0] += n
+            per_s = done[0] / max(time.perf_counter() - self._started, 1e-9)
+            self._progress.update(task_id, advance=n, rate=f"{per_s:,.0f} img/s")
+
+        return advance
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self._progress.stop()

@@ -1,0 +1,90 @@
+"""Source records -> deterministic, picklable tasks, skipping what is committed.
+
+An image is skipped when its file is unchanged since it was hashed (same size and
+mtime, so the bytes need not be read again) and its SHA-256 already has features for
+every backend asked for. Everything else goes into a task; the worker re-hashes it and
+encodes only what is missing for that content hash.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from vismerch.catalog.sources import ProductRecord
+from vismerch.catalog.store import Store
+from vismerch.pipeline.tasks import Task, TaskItem
+
+
+@dataclass
+class Plan:
+    tasks: list[Task]
+    skipped: list[ProductRecord]
+    missing: list[ProductRecord]  # files that do not exist
+
+    @property
+    def n_items(self) -> int:
+        return sum(len(t.items) for t in self.tasks)
+
+
+def featured_shas(store: Store, spec_keys: list[str]) -> dict[str, tuple[str, ...]]:
+    """sha256 -> the backend spec keys it already has committed features for."""
+    out: dict[str, list[str]] = {}
+    if not spec_keys:
+        return {}
+    marks = ",".join("?" * len(spec_keys))
+    rows = store.db.execute(
+        f"SELECT DISTINCT f.sha256, s.spec_key FROM features f JOIN shards s ON s.id = f.shard_id "
+        f"WHERE s.spec_key IN ({marks})",
+        spec_keys,
+    ).fetchall()
+    for sha, key in rows:
+        out.setdefault(sha, []).append(key)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def plan_tasks(
+    records: list[ProductRecord], store: Store, spec_keys: list[str], task_size: int
+) -> Plan:
+    featured = featured_shas(store, spec_keys)
+    known = {
+        row["id"]: row
+        for row in store.db.execute(
+            "SELECT id, image_path, sha256, status, file_size, file_mtime FROM products"
+        ).fetchall()
+    }
+    items: list[TaskItem] = []
+    skipped: list[ProductRecord] = []
+    missing: list[ProductRecord] = []
+    hints: list[str | None] = []
+    for record in records:
+        try:
+            stat = os.stat(record.image_path)
+        except OSError:
+            missing.append(record)
+            continue
+        row = known.get(record.id)
+        if (
+            row is not None
+            and row["status"] == "ok"
+            and row["image_path"] == str(record.image_path)
+            and row["file_size"] == stat.st_size
+            and row["file_mtime"] == stat.st_mtime
+            and row["sha256"]
+            and set(spec_keys) <= set(featured.get(row["sha256"], ()))
+        ):
+            skipped.append(record)
+            continue
+        items.append(TaskItem(record.id, str(record.image_path), stat.st_size, stat.st_mtime))
+        hints.append(row["sha256"] if row is not None else None)
+    # The worker learns an image's hash only after reading it. Hand each task the
+    # features its items' previous hashes have (a touched-but-unchanged file then
+    # skips encoding) instead of the whole store's map.
+    tasks = []
+    step = max(1, task_size)
+    for i, start in enumerate(range(0, len(items), step)):
+        featured_here = {
+            sha: featured[sha] for sha in hints[start:start + step] if sha and sha in featured
+        }
+        tasks.append(Task(index=i, items=items[start:start + step], featured=featured_here))
+    return Plan(tasks=tasks, skipped=skipped, missing=missing)

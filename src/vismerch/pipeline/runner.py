@@ -1,0 +1,172 @@
+"""The stages of one task: read -> hash -> decode -> encode -> write, timed per phase.
+
+``decode_task`` needs only the CPU; ``encode_task`` runs the backends on their device
+and writes the shards. ``worker.run_task`` chains both in one process; a GPU
+distributor may run decode in CPU workers and encode next to the GPU.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vismerch.catalog.shards import write_shard
+from vismerch.errors import DecodeError
+from vismerch.features.base import fingerprint_key
+from vismerch.imaging.decode import decode_image
+from vismerch.pipeline.tasks import IngestSpec, ItemResult, ShardResult, Task, TaskResult
+
+
+@dataclass
+class DecodedTask:
+    result: TaskResult
+    # images still to encode: sha256 -> pixels, and which backend keys each one needs
+    pixels: dict[str, np.ndarray] = field(default_factory=dict)
+    needs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+class PhaseTimer:
+    def __init__(self, timings: dict[str, float]):
+        self.timings = timings
+
+    def add(self, phase: str, start: float) -> float:
+        now = time.perf_counter()
+        self.timings[phase] = self.timings.get(phase, 0.0) + now - start
+        return now
+
+
+def _save_thumb(store_path: Path, sha: str, thumb) -> None:
+    final = store_path / "thumbs" / f"{sha}.webp"
+    if final.exists():
+        return
+    tmp = final.with_name(f".{sha}.{uuid.uuid4().hex}.tmp")
+    thumb.save(tmp, "WEBP", quality=80, method=0)
+    os.replace(tmp, final)
+
+
+def decode_task(task: Task, spec: IngestSpec) -> DecodedTask:
+    """Read, hash and decode every item; refused images are recorded, never raised."""
+    settings = spec.settings_dict()
+    store_path = Path(spec.store_path)
+    wanted = tuple(b.key for b in spec.backends)
+    result = TaskResult(index=task.index)
+    out = DecodedTask(result=result)
+    timer = PhaseTimer(result.timings)
+    seen: dict[str, ItemResult] = {}
+    for item in task.items:
+        res = ItemResult(item.product_id, item.file_size, item.file_mtime)
+        result.items.append(res)
+        t = time.perf_counter()
+        try:
+            data = Path(item.path).read_bytes()
+        except FileNotFoundError:
+            res.reason, res.detail = "missing-file", f"{item.path} does not exist"
+            continue
+        except OSError as exc:
+            res.reason, res.detail = "unreadable", f"cannot read {item.path}: {exc.strerror or exc}"
+            continue
+        t = timer.add("read", t)
+        sha = hashlib.sha256(data).hexdigest()
+        res.sha256, res.nbytes = sha, len(data)
+        t = timer.add("hash", t)
+        if sha in seen:  # the same bytes twice in one task: decode once
+            first = seen[sha]
+            res.width, res.height, res.format = first.width, first.height, first.format
+            res.reason, res.detail = first.reason, first.detail
+            continue
+        seen[sha] = res
+        needs = tuple(k for k in wanted if k not in task.featured.get(sha, ()))
+        try:
+            decoded = decode_image(
+                data,
+                working_size=settings["working_size"],
+                max_pixels=settings["max_pixels"],
+                thumb_size=settings["thumb_size"],
+            )
+        except DecodeError as exc:
+            res.reason, res.detail = exc.reason, exc.message
+            timer.add("decode", t)
+            continue
+        except Exception as exc:  # a decoder bug must not stop the run
+            res.reason, res.detail = "decode-error", f"{type(exc).__name__}: {exc}"
+            timer.add("decode", t)
+            continue
+        res.width, res.height, res.format = decoded.width, decoded.height, decoded.format
+        t = timer.add("decode", t)
+        if decoded.thumb is not None:
+            _save_thumb(store_path, sha, decoded.thumb)
+            t = timer.add("thumbs", t)
+        if needs:
+            out.pixels[sha] = decoded.pixels
+            out.needs[sha] = needs
+            out.sizes[sha] = (decoded.width, decoded.height)
+    return out
+
+
+def _describe_colour(columns: dict[str, np.ndarray], shas: list[str], sizes, settings, result) -> None:
+    """Colour names and quality flags per image, from the colour backend's columns."""
+    from vismerch.config import load_settings
+    from vismerch.features.colour import colour_names, load_colour_table
+    from vismerch.features.quality import assess_quality
+
+    resolved = load_settings(base=settings)
+    table = load_colour_table()
+    names = colour_names(
+        columns["palette_lab"], columns["palette_weight"], table=table,
+        multicolour_max_weight=resolved.multicolour_max_weight,
+    )
+    metric_names = [k for k, v in columns.items() if v.ndim == 1 and k != "phash"]
+    for i, sha in enumerate(shas):
+        result.colours[sha] = [(c.name, c.hex, float(c.weight)) for c in names[i]]
+        metrics = {k: float(columns[k][i]) for k in metric_names}
+        width, height = sizes[sha]
+        result.quality[sha] = [
+            (q.name, float(q.value), bool(q.flagged))
+            for q in assess_quality(metrics, width, height, resolved)
+        ]
+
+
+def encode_task(decoded: DecodedTask, spec: IngestSpec, backends: dict[str, Any]) -> TaskResult:
+    """Run each backend over the decoded images in batches and write one shard per backend."""
+    import torch
+
+    result = decoded.result
+    timer = PhaseTimer(result.timings)
+    settings = spec.settings_dict()
+    batch_size = max(1, int(settings["batch_size"]))
+    for bspec in spec.backends:
+        shas = [sha for sha, needs in decoded.needs.items() if bspec.key in needs]
+        if not shas:
+            continue
+        backend = backends[bspec.key]
+        vectors: list[np.ndarray] = []
+        columns: dict[str, list[np.ndarray]] = defaultdict(list)
+        t = time.perf_counter()
+        for start in range(0, len(shas), batch_size):
+            chunk = shas[start:start + batch_size]
+            batch = torch.from_numpy(np.stack([decoded.pixels[s] for s in chunk]))
+            out = backend.encode_images(batch)
+            vectors.append(np.asarray(out.vectors, dtype=np.float32))
+            for key, value in out.columns.items():
+                columns[key].append(np.asarray(value))
+        t = timer.add(f"encode:{bspec.name}", t)
+        merged = {k: np.concatenate(v) for k, v in columns.items()}
+        name = f"part-{spec.run_id:05d}-{result.index:05d}"
+        path = write_shard(Path(spec.store_path), bspec.name, name, shas, np.concatenate(vectors), merged)
+        result.shards.append(
+            ShardResult(bspec.name, bspec.key, fingerprint_key(backend.fingerprint), path, shas)
+        )
+        t = timer.add("write", t)
+        if bspec.name == "colour":
+            _describe_colour(merged, shas, decoded.sizes, settings, result)
+            timer.add("describe", t)
+    return result

@@ -1,0 +1,88 @@
+"""Picklable descriptors that travel to workers: the ingest spec and its tasks."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    name: str
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def key(self) -> str:
+        """What was asked for (name + options): plans which images still need features."""
+        return json.dumps({"backend": self.name, **dict(self.options)}, sort_keys=True, default=str)
+
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.options)
+
+
+@dataclass(frozen=True)
+class IngestSpec:
+    store_path: str
+    backends: tuple[BackendSpec, ...]
+    settings: tuple[tuple[str, Any], ...]
+    device: str
+    run_id: int
+    threads_per_worker: int = 1
+
+    def settings_dict(self) -> dict[str, Any]:
+        return dict(self.settings)
+
+
+@dataclass(frozen=True)
+class TaskItem:
+    product_id: str
+    path: str
+    file_size: int
+    file_mtime: float
+
+
+@dataclass
+class Task:
+    index: int
+    items: list[TaskItem]
+    # sha256 -> backend spec keys that already have features (encode only what is missing)
+    featured: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"task-{self.index:05d}"
+
+
+@dataclass
+class ItemResult:
+    product_id: str
+    file_size: int
+    file_mtime: float
+    sha256: str | None = None
+    width: int | None = None
+    height: int | None = None
+    nbytes: int | None = None
+    format: str | None = None
+    reason: str | None = None  # set when refused
+    detail: str | None = None
+
+
+@dataclass
+class ShardResult:
+    backend: str
+    spec_key: str
+    fingerprint: str
+    path: str
+    sha256: list[str]
+
+
+@dataclass
+class TaskResult:
+    index: int
+    items: list[ItemResult] = field(default_factory=list)
+    shards: list[ShardResult] = field(default_factory=list)
+    colours: dict[str, list[tuple[str, str, float]]] = field(default_factory=dict)
+    quality: dict[str, list[tuple[str, float, bool]]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    error: str | None = None  # a task-level failure (the driver retries or records it)

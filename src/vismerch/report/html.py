@@ -1,0 +1,127 @@
+"""The HTML report: one self-contained file (thumbnails and plots inlined as data URIs)."""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from vismerch.catalog.store import Store
+from vismerch.report import plots
+
+# Sections are capped so a million-product store still gives a readable file.
+MAX_TAG_ROWS = 400
+MAX_FLAGGED = 300
+MAX_GROUPS = 150
+SIMILAR_SAMPLES = 8
+SIMILAR_K = 8
+
+
+def _data_uri(data: bytes, mime: str) -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+class _Thumbs:
+    """Product id -> inlined WebP thumbnail (cached, empty string when missing)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.cache: dict[str, str] = {}
+
+    def __call__(self, product_id: str) -> str:
+        if product_id not in self.cache:
+            path = self.store.thumb_path(product_id)
+            self.cache[product_id] = _data_uri(path.read_bytes(), "image/webp") if path else ""
+        return self.cache[product_id]
+
+
+def _similar_strips(store: Store, ids: list[str]) -> list[dict[str, Any]]:
+    from vismerch import api
+
+    if not ids:
+        return []
+    step = max(1, len(ids) // SIMILAR_SAMPLES)
+    strips = []
+    for pid in ids[::step][:SIMILAR_SAMPLES]:
+        strips.append({"id": pid, "similar": api.similar(store, pid, SIMILAR_K)})
+    return strips
+
+
+def _arrangement(store: Store) -> dict[str, Any] | None:
+    """One arranged collection, before and after (when the arrangement module is there)."""
+    try:
+        from vismerch.merch.preview import arranged_before_after
+    except ImportError:
+        return None
+    try:
+        return arranged_before_after(store, None)
+    except Exception as exc:  # the report must not fail because one section did
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def build_context(store: Store) -> dict[str, Any]:
+    products = store.products(status=None)
+    ok = [p for p in products if p.status == "ok"]
+    errors = store.errors()
+    tags = store.tags()
+    colours = store.colours()
+    flagged = store.quality()
+    groups = store.dup_groups()
+
+    dominant = Counter()
+    hexes: dict[str, str] = {}
+    for cols in colours.values():
+        if cols:
+            dominant[cols[0]["name"]] += 1
+            hexes.setdefault(cols[0]["name"], cols[0]["hex"])
+    flag_counter = Counter(f["name"] for flags in flagged.values() for f in flags)
+    by_reason = Counter(e["reason"] for e in errors)
+
+    context = {
+        "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "store": str(store.path),
+        "counts": {
+            "products": len(products), "ingested": len(ok), "failed": len(errors),
+            "duplicate_groups": len(groups), "flagged": len(flagged),
+            "categories": len({p.category for p in ok if p.category}),
+        },
+        "errors_by_reason": sorted(by_reason.items(), key=lambda kv: -kv[1]),
+        "errors": errors[:MAX_FLAGGED],
+        "colour_plot": _data_uri(
+            plots.colour_distribution([(n, hexes[n], c) for n, c in dominant.most_common()]), "image/png"
+        ) if dominant else None,
+        "flag_plot": _data_uri(plots.flag_counts(dict(flag_counter.most_common())), "image/png")
+        if flag_counter else None,
+        "tags": tags[:MAX_TAG_ROWS],
+        "tags_total": len(tags),
+        "flagged": list(flagged.items())[:MAX_FLAGGED],
+        "flagged_total": len(flagged),
+        "groups": groups[:MAX_GROUPS],
+        "groups_total": len(groups),
+        "audit": store.audit()[:MAX_FLAGGED],
+        "similar": _similar_strips(store, [p.id for p in ok]),
+        "arrangement": _arrangement(store),
+        "titles": {p.id: p.title or p.id for p in products},
+    }
+    return context
+
+
+def write_report(store: Store, output: str | os.PathLike) -> Path:
+    env = Environment(
+        loader=PackageLoader("vismerch.report", "templates"),
+        autoescape=select_autoescape(["html"]),
+    )
+    template = env.get_template("report.html")
+    context = build_context(store)
+    html = template.render(thumb=_Thumbs(store), data_uri=_data_uri, **context)
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.tmp")
+    tmp.write_text(html, encoding="utf-8")
+    os.replace(tmp, output)
+    return output

@@ -1,0 +1,164 @@
+"""Tiny random-initialised CLIP and SigLIP models of the real architectures, on disk.
+
+They are saved with ``save_pretrained`` (weights, config, tokenizer, image-processor
+config) and then loaded by vismerch through exactly the code that loads real weights,
+so tests exercise the real path without any download. The tokenizers are built here
+from a small vocabulary (byte-level BPE alphabet for CLIP, a character Unigram model for
+SigLIP), never fetched.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from pathlib import Path
+
+import torch
+
+# every layer width is a multiple of 32 so that the FP8/FP4 paths convert all linears
+TINY = {"hidden": 64, "intermediate": 128, "layers": 2, "heads": 4, "image_size": 32, "patch": 8}
+
+
+def clip_tokenizer(max_length: int = 77):
+    """A CLIPTokenizer over the byte-level alphabet (no merges): any text tokenises."""
+    from tokenizers.pre_tokenizers import ByteLevel
+    from transformers import CLIPTokenizer
+
+    vocab: dict[str, int] = {"<|startoftext|>": 0, "<|endoftext|>": 1}
+    alphabet = sorted(ByteLevel.alphabet())
+    for ch in alphabet:
+        vocab.setdefault(ch, len(vocab))
+    for ch in alphabet:
+        vocab.setdefault(ch + "</w>", len(vocab))
+    return CLIPTokenizer(vocab=vocab, merges=[], model_max_length=max_length)
+
+
+def siglip_tokenizer(max_length: int = 64):
+    """A SentencePiece-style Unigram tokenizer (fast backend; needs no sentencepiece)."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    chars = string.ascii_lowercase + string.digits + string.punctuation
+    pieces = [("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("\u2581", -2.0)]
+    pieces += [(c, -3.0) for c in chars] + [("\u2581" + c, -2.5) for c in chars]
+    tok = Tokenizer(models.Unigram(pieces, unk_id=2, byte_fallback=False))
+    tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    tok.post_processor = processors.TemplateProcessing(
+        single="$A </s>", special_tokens=[("</s>", 1)]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="</s>",
+        pad_token="</s>",
+        unk_token="<unk>",
+        model_max_length=max_length,
+    )
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def save_tiny_clip(folder: str | Path, seed: int = 0, image_size: int | None = None) -> Path:
+    """Save a random CLIP (real ``CLIPModel`` architecture) with tokenizer and processor."""
+    from transformers import CLIPConfig, CLIPModel
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    size = image_size or TINY["image_size"]
+    tokenizer = clip_tokenizer()
+    common = dict(
+        hidden_size=TINY["hidden"],
+        intermediate_size=TINY["intermediate"],
+        num_hidden_layers=TINY["layers"],
+        num_attention_heads=TINY["heads"],
+    )
+    config = CLIPConfig(
+        text_config=dict(
+            common,
+            vocab_size=len(tokenizer),
+            max_position_embeddings=77,
+            bos_token_id=0,
+            eos_token_id=1,
+            pad_token_id=1,
+        ),
+        vision_config=dict(common, image_size=size, patch_size=TINY["patch"]),
+        projection_dim=32,
+    )
+    torch.manual_seed(seed)
+    CLIPModel(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    _write_json(
+        folder / "preprocessor_config.json",
+        {
+            "image_processor_type": "CLIPImageProcessor",
+            "do_resize": True,
+            "size": {"shortest_edge": size},
+            "resample": 3,
+            "do_center_crop": True,
+            "crop_size": {"height": size, "width": size},
+            "do_rescale": True,
+            "rescale_factor": 1 / 255,
+            "do_normalize": True,
+            "image_mean": [0.48145466, 0.4578275, 0.40821073],
+            "image_std": [0.26862954, 0.26130258, 0.27577711],
+            "do_convert_rgb": True,
+        },
+    )
+    return folder
+
+
+def save_tiny_siglip(folder: str | Path, seed: int = 0, image_size: int | None = None) -> Path:
+    """Save a random SigLIP (real ``SiglipModel`` architecture) with tokenizer and processor."""
+    from transformers import SiglipConfig, SiglipModel
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    size = image_size or TINY["image_size"]
+    tokenizer = siglip_tokenizer()
+    common = dict(
+        hidden_size=TINY["hidden"],
+        intermediate_size=TINY["intermediate"],
+        num_hidden_layers=TINY["layers"],
+        num_attention_heads=TINY["heads"],
+    )
+    config = SiglipConfig(
+        text_config=dict(
+            common,
+            vocab_size=len(tokenizer),
+            max_position_embeddings=64,
+            pad_token_id=1,
+            eos_token_id=1,
+            bos_token_id=None,
+        ),
+        vision_config=dict(common, image_size=size, patch_size=TINY["patch"]),
+    )
+    torch.manual_seed(seed)
+    SiglipModel(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    _write_json(
+        folder / "preprocessor_config.json",
+        {
+            "image_processor_type": "SiglipImageProcessor",
+            "do_resize": True,
+            "size": {"height": size, "width": size},
+            "resample": 2,
+            "do_rescale": True,
+            "rescale_factor": 1 / 255,
+            "do_normalize": True,
+            "image_mean": [0.5, 0.5, 0.5],
+            "image_std": [0.5, 0.5, 0.5],
+            "do_convert_rgb": True,
+        },
+    )
+    return folder
+
+
+def save_tiny_model(kind: str, folder: str | Path, seed: int = 0) -> Path:
+    """``kind`` is ``clip`` or ``siglip``."""
+    savers = {"clip": save_tiny_clip, "siglip": save_tiny_siglip}
+    if kind not in savers:
+        raise ValueError(f"no tiny model for {kind!r}; choose clip or siglip")
+    return savers[kind](folder, seed=seed)

@@ -1,0 +1,111 @@
+"""Catalog sources: folders and manifests, and every manifest problem named by row."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+
+from vismerch.catalog.sources import read_source
+from vismerch.errors import SourceError
+
+
+def _img(path, colour=(200, 10, 10)):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (32, 32), colour).save(path)
+
+
+def test_folder_is_recursive_and_ids_are_relative_posix_paths(tmp_path):
+    _img(tmp_path / "a.jpg")
+    _img(tmp_path / "shoes" / "b.PNG")
+    _img(tmp_path / "shoes" / "deep" / "c.webp")
+    (tmp_path / "notes.txt").write_text("not an image")
+    (tmp_path / ".hidden.jpg").write_bytes(b"")
+    records = read_source(tmp_path)
+    assert [r.id for r in records] == ["a.jpg", "shoes/b.PNG", "shoes/deep/c.webp"]
+    assert records[1].image_path == (tmp_path / "shoes" / "b.PNG").resolve()
+
+
+def _manifest_rows():
+    return [
+        {"id": "sku-1", "image": "img/1.jpg", "title": "Navy tee", "category": "t-shirt",
+         "price": "19.99", "stock": "3", "sales": "10", "colour": "navy", "material": "cotton"},
+        {"id": "sku-2", "image": "img/2.jpg", "title": "Red dress", "category": "dress",
+         "price": "", "stock": "0", "sales": "2", "colour": "red", "material": "silk"},
+    ]
+
+
+def _write_csv(path, rows):
+    import csv
+
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+@pytest.mark.parametrize("kind", ["csv", "jsonl", "parquet"])
+def test_manifest_formats_read_the_same(tmp_path, kind):
+    rows = _manifest_rows()
+    path = tmp_path / f"manifest.{kind}"
+    if kind == "csv":
+        _write_csv(path, rows)
+    elif kind == "jsonl":
+        path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    else:
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    records = read_source(path)
+    assert [r.id for r in records] == ["sku-1", "sku-2"]
+    first = records[0]
+    assert first.image_path == (tmp_path / "img" / "1.jpg").resolve()
+    assert first.price == pytest.approx(19.99) and first.stock == 3 and first.sales == 10
+    assert first.category == "t-shirt" and first.title == "Navy tee"
+    assert first.attributes == {"colour": "navy", "material": "cotton"}
+    assert records[1].price is None  # an empty cell is missing, not zero
+
+
+def test_manifest_without_id_uses_the_image_path(tmp_path):
+    path = tmp_path / "m.csv"
+    _write_csv(path, [{"image": "a/x.jpg", "title": "t"}])
+    assert read_source(path)[0].id == "a/x.jpg"
+
+
+def test_missing_image_column_is_a_clear_error(tmp_path):
+    path = tmp_path / "m.csv"
+    _write_csv(path, [{"id": "1", "picture": "x.jpg"}])
+    with pytest.raises(SourceError, match="no 'image' column.*picture"):
+        read_source(path)
+
+
+def test_duplicate_ids_name_both_rows(tmp_path):
+    path = tmp_path / "m.csv"
+    rows = [{"id": "a", "image": "1.jpg"}, {"id": "b", "image": "2.jpg"}, {"id": "a", "image": "3.jpg"}]
+    _write_csv(path, rows)
+    with pytest.raises(SourceError, match=r"row 4: duplicate id 'a' \(first seen at row 2\)"):
+        read_source(path)
+
+
+def test_unparsable_number_names_row_and_column(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text(json.dumps({"id": "a", "image": "1.jpg", "price": "$12"}) + "\n")
+    with pytest.raises(SourceError, match=r"row 1: column 'price' has '\$12', not a number"):
+        read_source(path)
+
+
+@pytest.mark.parametrize("bad", ["../outside.jpg", "/etc/passwd", "img/../../x.jpg"])
+def test_paths_escaping_the_manifest_folder_are_refused(tmp_path, bad):
+    path = tmp_path / "m.csv"
+    _write_csv(path, [{"id": "a", "image": "ok.jpg"}, {"id": "b", "image": bad}])
+    with pytest.raises(SourceError, match="row 3: image path .* escapes"):
+        read_source(path)
+
+
+def test_unknown_source_type_and_missing_source(tmp_path):
+    (tmp_path / "m.xlsx").write_text("x")
+    with pytest.raises(SourceError, match="unknown source type"):
+        read_source(tmp_path / "m.xlsx")
+    with pytest.raises(SourceError, match="does not exist"):
+        read_source(tmp_path / "nope")
