@@ -37,19 +37,20 @@ SETTINGS: tuple[Setting, ...] = (
     # quality thresholds (each flag is reported with its measured value)
     Setting("quality_min_side", int, 500, "Flag low-resolution when the shorter side is below this many pixels."),
     Setting("quality_max_aspect", float, 2.5, "Flag extreme aspect ratio when long/short side exceeds this."),
-    Setting("quality_blur_min", float, 150.0, "Flag blur when the Laplacian variance on edges is below this."),
-    Setting("quality_dark_max", float, 35.0, "Flag under-exposure when the mean foreground L* is below this and the background is dark."),
-    Setting("quality_bright_min", float, 97.0, "Flag over-exposure when the product itself is nearly white (L* above this) and faint."),
-    Setting("quality_background_delta", float, 8.0, "Flag non-white background when the border's CIEDE2000 from white exceeds this."),
-    Setting("quality_clutter", float, 12.0, "Flag cluttered background when the border's colour spread (Lab std) exceeds this."),
-    Setting("quality_min_fill", float, 0.08, "Flag product-too-small when the foreground covers less than this fraction of the frame."),
-    Setting("quality_offcentre", float, 0.18, "Flag off-centre when the foreground's centre is further than this (fraction of the frame) from the middle."),
-    Setting("audit_colour_delta", float, 20.0, "Catalog audit: flag a listed colour whose CIEDE2000 to the dominant colour exceeds this."),
+    Setting("quality_blur_min", float, 0.2, "Flag blur when edge sharpness is below this. Sharpness = Laplacian energy / gradient energy over the blocks that hold an edge, about 1/(2*sigma^2) for edges blurred by a Gaussian of sigma working-size pixels: 0.2 is sigma 1.6 px at 256 (about 6 px on a 1000 px original); crisp images score 1-6. Contrast and how much of the frame is product do not change it."),
+    Setting("quality_dark_max", float, 50.0, "Flag under-exposure when even the brightest 1% of the frame is darker than this L*. 50 is photographic middle grey (18% reflectance): nothing in the picture reaches a light tone, so a black product on white is fine but a white backdrop shot 2.5 stops under is not."),
+    Setting("quality_bright_min", float, 90.0, "Flag over-exposure when even the darkest 1% of the frame is lighter than this L* (about #e2e2e2): the product has no shadows or dark detail left and washes into the backdrop."),
+    Setting("quality_background_delta", float, 6.0, "Flag non-white background when the border colour's CIEDE2000 from white exceeds this: about 2.5 just-noticeable differences (JND ~2.3), so off-white studio backdrops (#f0f0f0 is 3.0) pass and visibly grey ones (#e0e0e0 is 6.5) do not."),
+    Setting("quality_clutter", float, 6.0, "Flag cluttered background when the border's colour spread exceeds this: the median over 16 border segments of the RMS Lab distance from the segment's mean (about 2.5 JND). Noise, paper texture and smooth light fall-off stay under ~3; objects, scenes and patterns go well above; a product touching one or two sides is ignored by the median."),
+    Setting("quality_min_fill", float, 0.5, "Flag too-small when the product spans less than this fraction of the frame along its longer side (the `extent` metric: its bounding box, not its pixel count, so thin items such as necklaces or pens are judged by their size). At 0.5 a grid tile is mostly empty backdrop."),
+    Setting("quality_offcentre", float, 0.15, "Flag off-centre when the centre of the product's bounding box is further than this (fraction of the frame) from the middle: its margins then differ by 30% of the frame, lopsided at a glance in a grid."),
+    Setting("audit_colour_delta", float, 25.0, "Catalog audit: flag a listed colour whose CIEDE2000 to the closest main image colour (dominant, or any covering a quarter of the product) exceeds this. Neighbouring names in the colour table are 15-20 apart and studio lighting moves a colour by up to ~10, so 25 reports only a clearly different colour."),
     # duplicates and index
     Setting("dup_hash_distance", int, 10, "Near-duplicate candidates: perceptual-hash Hamming distance at most this (of 64 bits)."),
     Setting("dup_cosine", float, 0.92, "Near-duplicate candidates must also have vector cosine at least this."),
     Setting("index_exact_max", int, 50_000, "Use an exact FAISS index up to this many vectors, HNSW above."),
-    Setting("multicolour_max_weight", float, 0.45, "A product is `multicolour` when no named colour has at least this weight."),
+    Setting("multicolour_max_weight", float, 0.55, "A product is `multicolour` when no single named colour covers at least this share of its pixels: a name must hold a clear majority (over half, with a margin for measurement noise), so a 50/50 two-colour item is multicolour."),
+    Setting("colour_foreground_delta", float, 6.0, "Colour backend: a pixel belongs to the product when its CIEDE2000 from the estimated background exceeds this (about 2.5 JND: above noise and JPEG ringing, below almost any product/backdrop contrast; faint shadows stay background, dark shadow cores count as product)."),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

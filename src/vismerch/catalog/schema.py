@@ -80,6 +80,65 @@ MIGRATIONS: list[str] = [
     );
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     """,
+    # 2: collections, merchandising rules and arrangement versions (vismerch.merch)
+    """
+    CREATE TABLE collections (
+        name TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,                -- category | column | rule
+        definition TEXT NOT NULL,          -- JSON: category, column + value, or where
+        auto INTEGER NOT NULL DEFAULT 0,   -- 1 = made by refresh from the catalog
+        created_at TEXT NOT NULL,
+        refreshed_at TEXT
+    );
+    CREATE TABLE collection_members (
+        collection TEXT NOT NULL REFERENCES collections(name) ON DELETE CASCADE,
+        product_id TEXT NOT NULL,
+        PRIMARY KEY (collection, product_id)
+    );
+    CREATE INDEX collection_members_product ON collection_members(product_id);
+    CREATE TABLE rules (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,                -- pin | boost | bury | hide | bury-out-of-stock
+        scope TEXT,                        -- a collection name, NULL = every collection
+        condition TEXT,                    -- expression (boost, bury, hide)
+        product_id TEXT,                   -- pin
+        position INTEGER,                  -- pin, 1-based
+        factor REAL NOT NULL DEFAULT 0,    -- boost and bury, 0-100
+        oos_policy TEXT NOT NULL DEFAULT 'release',  -- pin: release | substitute | keep
+        enabled INTEGER NOT NULL DEFAULT 1,
+        note TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE rule_log (                -- out-of-stock pins released or substituted
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        rule_id INTEGER NOT NULL,
+        collection TEXT NOT NULL,
+        kind TEXT NOT NULL,                -- substitute | release
+        product_id TEXT NOT NULL,
+        substitute_id TEXT,
+        position INTEGER,
+        detail TEXT,
+        created_at TEXT NOT NULL,
+        reverted_at TEXT
+    );
+    CREATE TABLE arrangement_versions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        collection TEXT NOT NULL,
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        params TEXT NOT NULL,              -- JSON of the arrangement options
+        items TEXT NOT NULL,               -- JSON list of [product id, reason] by position
+        summary TEXT,                      -- JSON: business score, breakpoints, conflicts
+        UNIQUE (collection, name)
+    );
+    CREATE TABLE arrangement_publications (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        collection TEXT NOT NULL,
+        version_id INTEGER NOT NULL REFERENCES arrangement_versions(id),
+        action TEXT NOT NULL,              -- publish | rollback
+        at TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,169 @@
+"""Ingest throughput against its floor and a common peer, same run, same worker count.
+
+(a) floor: read + decode at the working size (Pillow draft mode), nothing else;
+(b) vismerch: full ingest into a fresh store (hash, decode, thumbnails, colour backend,
+    shards, SQLite commits, audit, index, duplicates);
+(c) peer: imagehash.phash + fast-colorthief dominant colour (the C++ port), each image
+    decoded once with Pillow.
+Then the scale run (benchmarks/scale.py): duplicates and index build over 1,000,000
+synthetic hashes/vectors.
+
+    python benchmarks/ingest.py [--n 2000] [--workers 2] [--scale-n 1000000] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from datetime import date
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+
+def _init(threads: int = 1) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def _decode_only(paths: list[str], working_size: int) -> int:
+    from vismerch.imaging.decode import decode_image
+
+    for path in paths:
+        with open(path, "rb") as fh:
+            decode_image(fh.read(), working_size=working_size, thumb_size=None)
+    return len(paths)
+
+
+def _peer(paths: list[str]) -> int:
+    import fast_colorthief
+    import imagehash
+    import numpy as np
+    from PIL import Image
+
+    for path in paths:
+        with Image.open(path) as im:
+            rgba = np.asarray(im.convert("RGBA"))
+            imagehash.phash(im)
+        fast_colorthief.get_dominant_color(rgba, 10)
+    return len(paths)
+
+
+def _chunks(items: list[str], n: int) -> list[list[str]]:
+    size = max(1, len(items) // (n * 4))
+    return [items[i:i + size] for i in range(0, len(items), size)]
+
+
+def _timed_pool(pool: ProcessPoolExecutor, fn, paths: list[str], workers: int, *args) -> float:
+    start = time.perf_counter()
+    futures = [pool.submit(fn, chunk, *args) for chunk in _chunks(paths, workers)]
+    done = sum(f.result() for f in futures)
+    assert done == len(paths)
+    return time.perf_counter() - start
+
+
+def make_catalog(root: Path, n: int) -> Path:
+    from vismerch.catalog.sample import generate_catalog
+
+    marker = root / f".complete-{n}"
+    if not marker.exists():
+        shutil.rmtree(root, ignore_errors=True)
+        generate_catalog(root, n=n, seed=7, clean_only=True)
+        marker.write_text("ok")
+    return root
+
+
+def run(n: int, workers: int, scale_n: int, out_dir: Path) -> dict:
+    from vismerch.config import load_settings
+    from vismerch.pipeline.distributors.local import LocalDistributor
+    from vismerch.pipeline.ingest import ingest
+
+    settings = load_settings()
+    catalog = make_catalog(out_dir / f"catalog-{n}", n)
+    images = sorted(str(p) for p in (catalog / "images").rglob("*") if p.suffix.lower() in {".jpg", ".jpeg"})
+    print(f"{len(images)} JPEGs, {workers} worker(s), working size {settings.working_size}")
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init) as pool:
+        list(pool.map(_init, [1] * workers))  # warm: imports done before timing
+        _timed_pool(pool, _decode_only, images[:workers * 8], workers, settings.working_size)  # page cache
+        floor_s = _timed_pool(pool, _decode_only, images, workers, settings.working_size)
+        peer_s = _timed_pool(pool, _peer, images, workers)
+
+    store = out_dir / "bench-store"
+    shutil.rmtree(store, ignore_errors=True)
+    distributor = LocalDistributor(workers=workers)
+    distributor.warm_up()
+    # ingest the folder of JPEGs (not the manifest) so all three read the same files
+    folder = out_dir / f"jpegs-{n}"
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        for path in images:
+            os.link(path, folder / Path(path).name)
+    try:
+        start = time.perf_counter()
+        summary = ingest(folder, store, settings=settings, workers=workers, distributor=distributor,
+                         progress=False)
+        ingest_s = time.perf_counter() - start
+    finally:
+        distributor.close()
+
+    count = len(images)
+    result = {
+        "date": date.today().isoformat(),
+        "images": count,
+        "workers": workers,
+        "cpu": os.cpu_count(),
+        "floor_images_per_s": round(count / floor_s, 1),
+        "ingest_images_per_s": round(count / ingest_s, 1),
+        "peer_images_per_s": round(count / peer_s, 1),
+        "ingest_vs_floor": round(floor_s / ingest_s, 3),
+        "ingest_vs_peer": round(peer_s / ingest_s, 2),
+        "ingested": summary.ingested,
+        "phases_worker_seconds": summary.phases,
+    }
+    busy = sum(v for k, v in summary.phases.items() if k != "derive")
+    print(f"\n{'pipeline':<28}{'images/s':>10}")
+    print(f"{'(a) decode only (floor)':<28}{result['floor_images_per_s']:>10}")
+    print(f"{'(b) vismerch full ingest':<28}{result['ingest_images_per_s']:>10}")
+    print(f"{'(c) imagehash+colorthief':<28}{result['peer_images_per_s']:>10}")
+    print(f"ingest / floor = {result['ingest_vs_floor']}   ingest / peer = {result['ingest_vs_peer']}x")
+    print("\nwhere ingest time goes (worker-seconds; derive is in the driver):")
+    for phase, seconds in sorted(summary.phases.items(), key=lambda kv: -kv[1]):
+        share = f"{seconds / busy:6.1%}" if phase != "derive" and busy else "      "
+        print(f"  {phase:<16}{seconds:8.2f}s {share}")
+    if scale_n:
+        from scale import run_scale
+
+        print(f"\nscale run: {scale_n:,} hashes / vectors")
+        result["scale"] = run_scale(scale_n)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--scale-n", type=int, default=1_000_000)
+    parser.add_argument("--out", type=Path, default=HERE / "out")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    result = run(args.n, args.workers, args.scale_n, args.out)
+    path = args.json or args.out / "ingest.json"
+    path.write_text(json.dumps(result, indent=2, default=str))
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    main()

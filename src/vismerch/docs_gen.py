@@ -1,0 +1,84 @@
+"""Generate docs/settings.md and docs/cli.md from the code (a test fails when stale).
+
+    python -m vismerch.docs_gen          # rewrite both files
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def settings_markdown() -> str:
+    from vismerch.config import ENV_PREFIX, SETTINGS
+
+    lines = [
+        "# Settings",
+        "",
+        "Generated from `vismerch.config.SETTINGS` by `python -m vismerch.docs_gen`; do not edit.",
+        "",
+        "Precedence: default < TOML file (`--config` or `VISMERCH_CONFIG`) < environment "
+        f"`{ENV_PREFIX}<NAME>` < command-line flag.",
+        "",
+        "| name | type | default | environment | meaning |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for s in SETTINGS:
+        lines.append(
+            f"| `{s.name}` | {s.type.__name__} | `{s.default}` | `{ENV_PREFIX}{s.name.upper()}` | {s.help} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _param_row(param) -> str | None:
+    """One table row per argument/option (typer vendors click, so duck-type the classes)."""
+    kind = type(param).__name__
+    text = getattr(param, "help", None) or ""
+    if "Argument" in kind:
+        return f"| `{param.name.upper()}` | argument | {text} |"
+    if "Option" in kind and param.name != "help":
+        shown = param.default not in (None, False) and not getattr(param, "is_flag", False)
+        default = f" (default `{param.default}`)" if shown else ""
+        return f"| `{', '.join(param.opts)}` | option | {text}{default} |"
+    return None
+
+
+def cli_markdown() -> str:
+    import typer
+
+    from vismerch.cli import app
+
+    root = typer.main.get_command(app)
+    lines = [
+        "# Command line",
+        "",
+        "Generated from the Typer app by `python -m vismerch.docs_gen`; do not edit.",
+        "",
+    ]
+
+    def walk(command, path: str) -> None:
+        if hasattr(command, "commands"):
+            for name in sorted(command.commands):
+                walk(command.commands[name], f"{path} {name}")
+            return
+        lines.extend([f"## `{path}`", "", (command.help or "").strip().split("\n\n")[0], ""])
+        rows = [row for row in map(_param_row, command.params) if row]
+        if rows:
+            lines.extend(["| name | kind | help |", "| --- | --- | --- |", *rows, ""])
+
+    walk(root, "vismerch")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main() -> int:
+    DOCS.mkdir(exist_ok=True)
+    (DOCS / "settings.md").write_text(settings_markdown())
+    (DOCS / "cli.md").write_text(cli_markdown())
+    print(f"wrote {DOCS / 'settings.md'} and {DOCS / 'cli.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
