@@ -19,7 +19,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# module paths whose ``register(app)`` adds commands (imported lazily-light: no heavy deps at import)
+# modules whose ``register(app)`` adds commands (light imports only: heavy ones live in the commands)
 _COMMAND_MODULES: tuple[str, ...] = (
     "vismerch.commands.core",
     "vismerch.plan.command",
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     from vismerch.errors import VismerchError
 
     try:
-        app(args=argv, standalone_mode=False)
+        rc = app(args=argv, standalone_mode=False)
     except VismerchError as exc:
         from rich.console import Console
 
@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
             exc.show()
             return code
         raise
-    return 0
+    # with standalone_mode=False click hands back the code of a typer.Exit(n)
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":

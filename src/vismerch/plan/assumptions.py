@@ -8,6 +8,7 @@ Benchmark calibration (``--calibrate``) replaces the efficiency rows per GPU and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -46,9 +47,9 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
                "overlap backward; the last bucket cannot)."),
     # --- input pipeline: ANCHORS §2 says decode, not the GPU, is the usual bound ---
     Assumption("decode_per_core", 150.0, "images/s/core",
-               "Pillow JPEG decode + resize of a 0.5-1 MP product photo with draft-mode "
-               "downscale: 5-8 ms per image per core. Set 0 when images arrive decoded or GPU "
-               "decode (nvJPEG/DALI) keeps up."),
+               "Estimate: Pillow JPEG decode + resize of a 0.5-1 MP product photo with "
+               "draft-mode downscale takes ~6-7 ms per core. Calibrate it (a 'decode' result); "
+               "set 0 when images arrive decoded or GPU decode (nvJPEG/DALI) keeps up."),
     Assumption("cpu_cores_per_gpu", 12.0, "cores",
                "DGX H100/B200 nodes have 112 cores for 8 GPUs (14 each); keep ~2 per GPU for "
                "the feeder process and the OS."),
@@ -73,7 +74,8 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
     Assumption("host_power_factor", 1.5, "x GPU TDP",
                "Whole-server draw per GPU: an 8xH100 node peaks at 10.2 kW for 5.6 kW of GPUs "
                "(1.8x); the average is lower."),
-    Assumption("idle_power_fraction", 0.3, "of busy power", "Idle servers still draw power."),
+    Assumption("idle_power_fraction", 0.3, "of busy power",
+               "Estimate: an idle server (fans, CPUs, idle GPUs) still draws about a third."),
     Assumption("server_overhead", 0.45, "x GPU price",
                "Server, CPUs, memory, NICs and switch ports: an 8xH100 node costs ~$300-350k "
                "against 8 x $25-30k of GPUs."),
@@ -91,6 +93,10 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
 )
 
 _BY_NAME = {a.name: a for a in ASSUMPTIONS}
+_FRACTIONS = {"overlap", "utilisation", "usable_memory", "scan_fraction"}
+_SHARES = {"residual_fraction", "idle_power_fraction"}  # may be zero
+_POSITIVE = {"years", "embed_batch", "global_batch", "query_batch", "vector_bytes", "max_gpus",
+             "pue", "host_power_factor", "act_bytes", "rent_multiplier"}
 
 
 class Assumptions:
@@ -99,6 +105,7 @@ class Assumptions:
     def __init__(self, overrides: Mapping[str, Any] | None = None):
         self._values = {a.name: a.default for a in ASSUMPTIONS}
         self._overridden: set[str] = set()
+        self._why: dict[str, str] = {}
         for key, value in (overrides or {}).items():
             self._set(key, value)
 
@@ -112,13 +119,15 @@ class Assumptions:
             number = float(value)
         except (TypeError, ValueError) as exc:
             raise UsageError(f"assumption {key}: {value!r} is not a number") from exc
-        if number < 0 or number != number:
+        if number < 0 or not math.isfinite(number):
             raise UsageError(f"assumption {key}: must be zero or more, got {value!r}")
-        if key.endswith("_eff") or key.startswith("compute_eff") or key in {"overlap"}:
-            if not 0 < number <= 1:
-                raise UsageError(f"assumption {key}: must be in (0, 1], got {value!r}")
-        if key == "utilisation" and not 0 < number <= 1:
-            raise UsageError(f"assumption utilisation: must be in (0, 1], got {value!r}")
+        if key in _POSITIVE and number == 0:
+            raise UsageError(f"assumption {key}: must be more than zero")
+        fraction = key.endswith("_eff") or key.startswith("compute_eff") or key in _FRACTIONS
+        if fraction and not 0 < number <= 1:
+            raise UsageError(f"assumption {key}: must be in (0, 1], got {value!r}")
+        if key in _SHARES and number > 1:
+            raise UsageError(f"assumption {key}: must be in [0, 1], got {value!r}")
         self._values[key] = number
         self._overridden.add(key)
 
@@ -128,20 +137,31 @@ class Assumptions:
         except KeyError:
             raise AttributeError(name) from None
 
+    def is_overridden(self, name: str) -> bool:
+        return name in self._overridden
+
     def compute_eff(self, precision: str) -> float:
         return self._values[f"compute_eff_{precision}"]
 
-    def replace(self, **overrides: Any) -> Assumptions:
+    def replace(self, why: str | None = None, **overrides: Any) -> Assumptions:
+        """A copy with ``overrides``; ``why`` records where they came from (else "the user")."""
         merged = {k: self._values[k] for k in self._overridden}
         merged.update(overrides)
-        return Assumptions(merged)
+        out = Assumptions(merged)
+        out._why = dict(self._why)
+        for key in overrides:
+            out._why.pop(key, None)
+            if why:
+                out._why[key] = why
+        return out
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return {
             a.name: {
                 "value": self._values[a.name],
                 "unit": a.unit,
-                "why": a.why if a.name not in self._overridden else "overridden by the user",
+                "why": self._why.get(a.name)
+                or ("overridden by the user" if a.name in self._overridden else a.why),
             }
             for a in ASSUMPTIONS
         }
