@@ -37,20 +37,31 @@ SETTINGS: tuple[Setting, ...] = (
     # quality thresholds (each flag is reported with its measured value)
     Setting("quality_min_side", int, 500, "Flag low-resolution when the shorter side is below this many pixels."),
     Setting("quality_max_aspect", float, 2.5, "Flag extreme aspect ratio when long/short side exceeds this."),
-    Setting("quality_blur_min", float, 0.2, "Flag blur when edge sharpness is below this. Sharpness = Laplacian energy / gradient energy over the blocks that hold an edge, about 1/(2*sigma^2) for edges blurred by a Gaussian of sigma working-size pixels: 0.2 is sigma 1.6 px at 256 (about 6 px on a 1000 px original); crisp images score 1-6. Contrast and how much of the frame is product do not change it."),
+    Setting("quality_blur_min", float, 0.3, "Flag blur when edge sharpness is below this. Sharpness = Laplacian energy / gradient energy over the blocks that hold an edge: about 1/(2*sigma^2) for edges blurred by a Gaussian of sigma working-size pixels, whatever their contrast and however much of the frame is product. 0.3 is sigma 1.3 px at 256 (edges spread over ~3 px; ~5 px on a 1000 px original, soft when zoomed); crisp images score 1-6."),
     Setting("quality_dark_max", float, 50.0, "Flag under-exposure when even the brightest 1% of the frame is darker than this L*. 50 is photographic middle grey (18% reflectance): nothing in the picture reaches a light tone, so a black product on white is fine but a white backdrop shot 2.5 stops under is not."),
     Setting("quality_bright_min", float, 90.0, "Flag over-exposure when even the darkest 1% of the frame is lighter than this L* (about #e2e2e2): the product has no shadows or dark detail left and washes into the backdrop."),
     Setting("quality_background_delta", float, 6.0, "Flag non-white background when the border colour's CIEDE2000 from white exceeds this: about 2.5 just-noticeable differences (JND ~2.3), so off-white studio backdrops (#f0f0f0 is 3.0) pass and visibly grey ones (#e0e0e0 is 6.5) do not."),
     Setting("quality_clutter", float, 6.0, "Flag cluttered background when the border's colour spread exceeds this: the median over 16 border segments of the RMS Lab distance from the segment's mean (about 2.5 JND). Noise, paper texture and smooth light fall-off stay under ~3; objects, scenes and patterns go well above; a product touching one or two sides is ignored by the median."),
-    Setting("quality_min_fill", float, 0.5, "Flag too-small when the product spans less than this fraction of the frame along its longer side (the `extent` metric: its bounding box, not its pixel count, so thin items such as necklaces or pens are judged by their size). At 0.5 a grid tile is mostly empty backdrop."),
+    Setting("quality_min_fill", float, 0.4, "Flag too-small when the product spans less than this fraction of the frame along its longer side (the `extent` metric: its bounding box, not its pixel count, so thin items such as necklaces or pens are judged by their size). Below 0.4 the product covers under a sixth of its grid tile even if square."),
     Setting("quality_offcentre", float, 0.15, "Flag off-centre when the centre of the product's bounding box is further than this (fraction of the frame) from the middle: its margins then differ by 30% of the frame, lopsided at a glance in a grid."),
     Setting("audit_colour_delta", float, 25.0, "Catalog audit: flag a listed colour whose CIEDE2000 to the closest main image colour (dominant, or any covering a quarter of the product) exceeds this. Neighbouring names in the colour table are 15-20 apart and studio lighting moves a colour by up to ~10, so 25 reports only a clearly different colour."),
     # duplicates and index
-    Setting("dup_hash_distance", int, 10, "Near-duplicate candidates: perceptual-hash Hamming distance at most this (of 64 bits)."),
-    Setting("dup_cosine", float, 0.92, "Near-duplicate candidates must also have vector cosine at least this."),
-    Setting("index_exact_max", int, 50_000, "Use an exact FAISS index up to this many vectors, HNSW above."),
+    Setting("dup_hash_distance", int, 10, "Near-duplicates, same-shot rule: perceptual-hash Hamming distance at most this (of 64 bits) and vector cosine at least dup_cosine. Re-encodes and resizes move the hash 0-2 bits; one million random hashes still hold ~5,000 chance pairs within 10, which the cosine gate removes."),
+    Setting("dup_cosine", float, 0.92, "Near-duplicates, same-shot rule: vector cosine at least this (together with dup_hash_distance)."),
+    Setting("index_exact_max", int, 50_000, "Use an exact FAISS index (and exact duplicate-candidate search) up to this many vectors, HNSW above."),
     Setting("multicolour_max_weight", float, 0.55, "A product is `multicolour` when no single named colour covers at least this share of its pixels: a name must hold a clear majority (over half, with a margin for measurement noise), so a 50/50 two-colour item is multicolour."),
     Setting("colour_foreground_delta", float, 6.0, "Colour backend: a pixel belongs to the product when its CIEDE2000 from the estimated background exceeds this (about 2.5 JND: above noise and JPEG ringing, below almost any product/backdrop contrast; faint shadows stay background, dark shadow cores count as product)."),
+    Setting("dup_crop_hamming", int, 16, "Near-duplicates, crop rule: hash distance at most this when the vector cosine is at least dup_crop_cosine. A 90% centre crop moves the phash 4-14 bits (median 8), beyond dup_hash_distance; set equal to dup_hash_distance to turn the rule off."),
+    Setting("dup_crop_cosine", float, 0.97, "Near-duplicates, crop rule: vector cosine at least this (near-identical content) for hash distances up to dup_crop_hamming."),
+    Setting("dup_neighbours", int, 32, "Near-duplicate candidates kept per image (nearest by hash, and nearest by vector for the crop rule); bounds memory on catalogs with thousands of look-alikes."),
+    Setting("index_hnsw_m", int, 32, "HNSW graph degree (links per vector) above index_exact_max: higher is more accurate, slower to build and larger."),
+    Setting("index_ef_construction", int, 64, "HNSW build-time search breadth: higher builds a better graph, more slowly."),
+    Setting("index_ef_search", int, 64, "HNSW query-time search breadth (raised to 2k for k results): higher is more accurate and slower."),
+    # grid arrangement
+    Setting("arrange_lookalike_cosine", float, 0.9, "Grid arrangement: neighbours whose vector cosine is at least this count as look-alikes."),
+    Setting("arrange_window", int, 32, "Grid arrangement: candidates per slot; also the most positions diversity may push a product below its plain place."),
+    Setting("arrange_business_floor", float, 0.98, "Grid arrangement: keep at least this share of the plain order's DCG over the first 48 positions."),
+    Setting("arrange_first_screen_rows", int, 2, "Grid arrangement: rows of the widest grid counted as the first screen (quality-flagged products stay below it unless pinned)."),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

@@ -123,12 +123,13 @@ _CAUSE_TEXT = {
 
 
 def slot_reason(*, kind: str, score: float, rank: int, position: int, plain_position: int,
-                cause: SkipCause | None, notes: Sequence[str] = (),
-                flags: Sequence[str] = ()) -> str:
+                cause: SkipCause | None, notes: Sequence[str] = ()) -> str:
     """One sentence: why this product is at ``position`` (all positions 1-based)."""
     parts: list[str] = []
+    notes = list(notes)
     if kind == "pinned":
-        parts.append(f"pinned to position {position}")
+        by = notes.pop(0)[len("pinned "):] if notes and notes[0].startswith("pinned by ") else ""
+        parts.append(f"pinned to position {position}" + (f" {by}" if by else ""))
     elif kind == "substitute":
         parts.append(f"fills pinned position {position}")
     else:
@@ -136,10 +137,7 @@ def slot_reason(*, kind: str, score: float, rank: int, position: int, plain_posi
     parts.extend(notes)
     if kind in ("pinned", "substitute"):
         return "; ".join(parts)
-    if flags and position > plain_position and cause is None:
-        parts.append(f"quality flags ({', '.join(flags)}): kept below the first screen, "
-                     f"moved from {plain_position} to {position}")
-    elif position > plain_position:
+    if position > plain_position:
         if cause is not None:
             text = _CAUSE_TEXT.get(cause.kind, cause.kind).format(
                 other=cause.other, cosine=cause.cosine or 0.0)
@@ -147,6 +145,6 @@ def slot_reason(*, kind: str, score: float, rank: int, position: int, plain_posi
         else:
             parts.append(f"shifted from {plain_position} to {position} by diversity moves above")
     elif position < plain_position:
-        parts.append(f"moved up from {plain_position} to {position} to separate look-alikes "
-                     "and balance the row")
+        parts.append(f"moved up from {plain_position} to {position}: better-ranked products "
+                     "were held back for diversity")
     return "; ".join(parts)

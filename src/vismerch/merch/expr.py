@@ -204,7 +204,9 @@ class Expression:
         """Raise UsageError (with a caret) at the first field not in ``known``."""
         lowered = {k.casefold() for k in known}
         for name, pos in self.fields:
-            if name.casefold() not in lowered:
+            bare = name.split(".", 1)[1] if name.casefold().startswith(("attributes.", "attr.")) \
+                else name
+            if bare.casefold() not in lowered:
                 err = _caret(self.text, pos, f"unknown field {name!r}")
                 err.hint = "known fields: " + ", ".join(sorted(known))
                 raise err
@@ -282,9 +284,11 @@ class _Parser:
             fn = _COMPARE[t.value]
             return lambda r: fn(left(r), right(r))
         negate = False
-        if self._is("kw", "not") and self.tokens[self.i + 1].kind == "kw" \
-                and self.tokens[self.i + 1].value == "in":
-            self._advance()
+        if self._is("kw", "not"):
+            not_tok = self._advance()
+            if not self._is("kw", "in"):
+                raise self._fail("expected 'in' after 'not' (compare with != for 'not equal')",
+                                 not_tok)
             negate = True
         if self._is("kw", "in"):
             op = self._advance()
@@ -292,8 +296,6 @@ class _Parser:
             if negate:
                 return lambda r: not _member(left(r), right(r))
             return lambda r: _member(left(r), right(r))
-        if negate:
-            raise self._fail("expected 'in' after 'not'")
         return left
 
     def _operand(self, after: Token | None = None) -> Getter:
@@ -356,21 +358,23 @@ def _field_getter(name: str) -> Getter:
     short = name.split(".", 1)[1] if folded.startswith(("attributes.", "attr.")) else None
 
     def get(record: Mapping[str, Any]) -> Any:
+        attrs = record.get("attributes")
+        if short is not None:  # attributes.x: the manifest's own column, never a derived field
+            if isinstance(attrs, Mapping):
+                if short in attrs:
+                    return attrs[short]
+                for key, value in attrs.items():
+                    if isinstance(key, str) and key.casefold() == short.casefold():
+                        return value
+            return None
         if name in record:
             return record[name]
-        for key in (short,) if short else ():
-            if key in record:
-                return record[key]
-        attrs = record.get("attributes")
-        if isinstance(attrs, Mapping):
-            for key in (name, short):
-                if key is not None and key in attrs:
-                    return attrs[key]
+        if isinstance(attrs, Mapping) and name in attrs:
+            return attrs[name]
         # case-insensitive fallback (manifest headers vary: Price, PRICE, price)
-        wanted = (folded, short.casefold() if short else folded)
         for source in (record, attrs if isinstance(attrs, Mapping) else {}):
             for key, value in source.items():
-                if isinstance(key, str) and key.casefold() in wanted:
+                if isinstance(key, str) and key.casefold() == folded:
                     return value
         return None
 

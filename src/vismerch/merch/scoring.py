@@ -48,9 +48,13 @@ class Scores:
         """Indices sorted by score descending, ties by id ascending."""
         return sort_by_score(self.score, self.ids)
 
-    def explain(self, i: int) -> str:
-        parts = [f"{name} {self.signals[name][i]:.2f}×{w:.2f}" for name, w in self.weights.items()]
-        return f"score {self.score[i]:.3f} = " + " + ".join(parts) if parts else "no signals"
+    def explain(self, i: int, top: int = 2) -> str:
+        """The signals that contribute most to product i's score, e.g.
+        ``led by sales 0.91, newness 0.80``."""
+        parts = sorted(((w * self.signals[name][i], name) for name, w in self.weights.items()),
+                       reverse=True)[:top]
+        shown = [f"{name} {self.signals[name][i]:.2f}" for value, name in parts if value > 0]
+        return "led by " + ", ".join(shown) if shown else "no business signals"
 
 
 def parse_weights(text: str | Mapping[str, float] | None) -> dict[str, float]:

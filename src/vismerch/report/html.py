@@ -52,19 +52,33 @@ def _similar_strips(store: Store, ids: list[str]) -> list[dict[str, Any]]:
     return strips
 
 
-def _arrangement(store: Store) -> dict[str, Any] | None:
-    """One arranged collection, before and after (when the arrangement module is there)."""
+def _largest_collection(store: Store) -> str | None:
+    from vismerch.merch.collections import list_collections
+
+    sizes = [(c["size"], c["name"]) for c in list_collections(store) if c["size"] >= 8]
+    return max(sizes)[1] if sizes else None
+
+
+def _arrangement(store: Store, collection: str | None = None) -> dict[str, Any] | None:
+    """One arranged collection, before (score order) and after (vismerch), with the
+    look-alike neighbour counts per grid width."""
     try:
         from vismerch.merch.preview import arranged_before_after
     except ImportError:
         return None
     try:
-        return arranged_before_after(store, None)
+        collection = collection or _largest_collection(store)
+        if collection is None:
+            return None
+        result = arranged_before_after(store, collection, columns=4, columns_set=(2, 3, 4, 5))
     except Exception as exc:  # the report must not fail because one section did
         return {"error": f"{type(exc).__name__}: {exc}"}
+    for side in ("before", "after"):
+        result[side]["uri"] = _data_uri(Path(result[side]["png"]).read_bytes(), "image/png")
+    return result
 
 
-def build_context(store: Store) -> dict[str, Any]:
+def build_context(store: Store, collection: str | None = None) -> dict[str, Any]:
     products = store.products(status=None)
     ok = [p for p in products if p.status == "ok"]
     errors = store.errors()
@@ -105,19 +119,20 @@ def build_context(store: Store) -> dict[str, Any]:
         "groups_total": len(groups),
         "audit": store.audit()[:MAX_FLAGGED],
         "similar": _similar_strips(store, [p.id for p in ok]),
-        "arrangement": _arrangement(store),
+        "arrangement": _arrangement(store, collection),
         "titles": {p.id: p.title or p.id for p in products},
     }
     return context
 
 
-def write_report(store: Store, output: str | os.PathLike) -> Path:
+def write_report(store: Store, output: str | os.PathLike, collection: str | None = None) -> Path:
+    """Write the report; ``collection`` picks the arranged example (default: the largest)."""
     env = Environment(
         loader=PackageLoader("vismerch.report", "templates"),
         autoescape=select_autoescape(["html"]),
     )
     template = env.get_template("report.html")
-    context = build_context(store)
+    context = build_context(store, collection)
     html = template.render(thumb=_Thumbs(store), data_uri=_data_uri, **context)
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,442 @@
+"""Visual grid arrangement: sell first, look balanced, explain every slot.
+
+``arrange`` is a pure function over arrays (ids, scores, vectors, colour families,
+categories/brands, quality flags, duplicate groups, pins). It maximises a DCG-like
+position-weighted business score minus penalties for
+
+- look-alike neighbours (vector cosine ≥ a threshold), side by side and one above the
+  other, at *every* width asked for at once (one order is shown at 2, 3, 4, 5 columns);
+- runs of one colour family (mode ``mix``) or breaks in colour (mode ``flow``: colour
+  blocks and gradients along the reading order);
+- rows dominated by one category or brand (more than half the row);
+- near-duplicates (the same photo on several products) close to each other.
+
+How: greedy slot filling. The unplaced products stay in score order; each free slot
+takes the candidate of the next ``window`` unplaced ones with the best
+``score − λ·σ·penalty`` (σ = the score spread near the top, so λ is unit-free), ties by
+score rank then id. Pinned slots are filled first and never move. A product is placed
+at most ``window`` slots after its place in the plain (rules-only) order, which bounds
+how far diversity can push a good product down. A local swap pass then repairs
+remaining look-alike neighbours. A business floor (default 98 % of the plain order's
+DCG over the first 48 positions) is checked on the first screens: if diversity would
+cost more, the strongest λ that keeps the floor is found by bisection, redoing only
+that prefix. Products with quality flags stay below the first screen unless pinned.
+Penalties are read from small per-slot tables with one numpy gather per term: 10,000
+products take about 0.4 s of one core.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from vismerch.errors import UsageError
+from vismerch.merch.explain import (
+    BreakpointReport,
+    SkipCause,
+    breakpoint_reports,
+    count_lookalikes,
+    dcg,
+    slot_reason,
+)
+from vismerch.merch.greedy import Greedy, Problem, Tables, repair
+from vismerch.merch.scoring import sort_by_score
+
+MODES = ("mix", "flow")
+DUPLICATE_POLICIES = ("space", "collapse", "off")
+
+# hue angle of each colour family (flow mode: distance between neighbours along the wheel)
+_FAMILY_HUE = {"red": 0.0, "brown": 25.0, "orange": 30.0, "yellow": 55.0, "green": 120.0,
+               "blue": 215.0, "purple": 275.0, "pink": 330.0}
+
+
+@dataclass
+class ArrangeOptions:
+    """Knobs of the arrangement; the defaults are what the CLI and API use."""
+
+    lookalike_cosine: float = 0.9  # neighbours at least this similar count as look-alikes
+    window: int = 32  # candidates considered per slot (and the most a product may wait)
+    strength: float = 1.0  # λ: how much score (in units of the top spread) a penalty is worth
+    lookalike_weight: float = 1.0
+    colour_weight: float = 0.3
+    dominance_weight: float = 0.3
+    duplicate_weight: float = 2.0
+    quality_gate: bool = True  # flagged products stay below the first screen unless pinned
+    first_screen: int | None = None  # positions; default two rows of the widest grid
+    duplicates: str = "space"  # space | collapse | off
+    duplicate_gap: int | None = None  # positions; default twice the widest grid
+    business_floor: float = 0.98  # keep ≥ this share of the plain order's DCG@depth
+    business_depth: int = 48
+    repair_depth: int = 480  # the swap pass looks at the first positions only
+
+    def validate(self) -> None:
+        if not 0.0 < self.lookalike_cosine <= 1.0:
+            raise UsageError(f"look-alike cosine must be in (0, 1], got {self.lookalike_cosine}")
+        if self.window < 1:
+            raise UsageError(f"window must be ≥ 1, got {self.window}")
+        if self.duplicates not in DUPLICATE_POLICIES:
+            raise UsageError(f"unknown duplicates policy {self.duplicates!r}",
+                             hint="choose one of: " + ", ".join(DUPLICATE_POLICIES))
+        if not 0.0 <= self.business_floor <= 1.0:
+            raise UsageError(f"business floor must be in [0, 1], got {self.business_floor}")
+
+
+@dataclass
+class Slot:
+    position: int  # 1-based
+    id: str
+    reason: str
+    kind: str  # pinned | score | diversity | quality
+    score: float
+    rank: int  # 1-based rank by score alone
+    plain_position: int  # 1-based position in the plain (rules only) order
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"position": self.position, "id": self.id, "reason": self.reason,
+                "kind": self.kind, "score": round(self.score, 6), "rank": self.rank,
+                "plain_position": self.plain_position}
+
+
+@dataclass
+class Arrangement:
+    """The result: the order, one explained slot per position, and the measurements."""
+
+    ids: list[str]
+    order: np.ndarray  # indices into the input arrays
+    plain_order: np.ndarray
+    slots: list[Slot]
+    breakpoints: list[BreakpointReport]
+    business: dict[str, float]
+    collapsed: dict[str, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "slots": [s.as_dict() for s in self.slots],
+            "breakpoints": [b.as_dict() for b in self.breakpoints],
+            "business": self.business, "collapsed": self.collapsed,
+            "warnings": self.warnings, "params": self.params,
+        }
+
+
+# ---------------------------------------------------------------- colour families
+
+
+@lru_cache(maxsize=1)
+def colour_families() -> dict[str, str]:
+    """Colour name -> family, from the ``family`` column of data/colours.csv."""
+    text = resources.files("vismerch").joinpath("data/colours.csv").read_text()
+    return {row["name"].strip().casefold(): row["family"].strip()
+            for row in csv.DictReader(text.splitlines()) if row.get("family")}
+
+
+def family_of(colour_name: str | None) -> str | None:
+    """The family of a named colour (``navy`` -> ``blue``); None when unknown."""
+    if not colour_name:
+        return None
+    return colour_families().get(colour_name.strip().casefold())
+
+
+def _codes(values: Sequence[Any] | None, n: int) -> tuple[np.ndarray, list[Any]]:
+    """Labels -> int codes (-1 for missing), plus the code -> label list."""
+    if values is None:
+        return np.full(n, -1, np.int64), []
+    if len(values) != n:
+        raise UsageError(f"expected {n} labels, got {len(values)}")
+    table: dict[Any, int] = {}
+    get = table.setdefault
+    codes = [
+        -1 if v is None or v == "" or v == -1 or (isinstance(v, float) and math.isnan(v))
+        else get(v.casefold() if isinstance(v, str) else v, len(table))
+        for v in values
+    ]
+    out = np.array(codes, np.int64).reshape(n)
+    labels = [None] * len(table)
+    for k, c in table.items():
+        labels[c] = k
+    return out, labels
+
+
+def _flow_distance(labels: list[Any]) -> np.ndarray:
+    """Family x family distance in [0, 1] along the colour wheel; neutrals sit at 0.5."""
+    k = len(labels)
+    dist = np.ones((k + 1, k + 1), np.float32)  # last row/col: unknown family
+    for i, a in enumerate(labels):
+        for j, b in enumerate(labels):
+            if a == b:
+                dist[i, j] = 0.0
+            elif a in _FAMILY_HUE and b in _FAMILY_HUE:
+                d = abs(_FAMILY_HUE[a] - _FAMILY_HUE[b]) % 360.0
+                dist[i, j] = min(d, 360.0 - d) / 180.0
+            else:
+                dist[i, j] = 0.5
+    dist[k, :] = dist[:, k] = 0.0  # unknown colour: no opinion
+    return dist
+
+
+# ---------------------------------------------------------------- public API
+
+
+def arrange(
+    ids: Sequence[str],
+    scores: Sequence[float] | np.ndarray,
+    vectors: np.ndarray | None = None,
+    *,
+    colour_family: Sequence[str | None] | None = None,
+    category: Sequence[str | None] | None = None,
+    brand: Sequence[str | None] | None = None,
+    flagged: Sequence[bool] | np.ndarray | None = None,
+    flag_names: Mapping[int, Sequence[str]] | None = None,
+    duplicate_group: Sequence[int] | np.ndarray | None = None,
+    representative: Sequence[bool] | np.ndarray | None = None,
+    pins: Mapping[int, int] | None = None,
+    columns: int | Sequence[int] = 4,
+    mode: str = "mix",
+    options: ArrangeOptions | None = None,
+    notes: Mapping[int, Sequence[str]] | None = None,
+    pin_notes: Mapping[int, str] | None = None,
+) -> Arrangement:
+    """Arrange products for a grid shown at the width(s) ``columns``.
+
+    Inputs are aligned arrays over n products (index i everywhere is product ``ids[i]``):
+    ``scores`` (business score, higher first), ``vectors`` (L2-normalised, (n, d); None
+    disables the look-alike term), ``colour_family`` (e.g. "blue"), ``category``/``brand``
+    labels, ``flagged`` (quality flags), ``duplicate_group`` (-1 = none) with
+    ``representative`` marking each group's hero. ``pins`` maps a 0-based slot to a
+    product index and always wins. ``notes[i]`` adds rule explanations to a product's
+    reason. Returns the order with a reason for every slot and per-width reports.
+    """
+    opts = options or ArrangeOptions()
+    opts.validate()
+    if mode not in MODES:
+        raise UsageError(f"unknown arrangement mode {mode!r}", hint="choose mix or flow")
+    widths = tuple(dict.fromkeys(int(c) for c in ([columns] if isinstance(columns, int)
+                                                  else columns)))
+    if not widths or min(widths) < 1:
+        raise UsageError(f"columns must be positive integers, got {columns!r}")
+    ids = [str(i) for i in ids]
+    n = len(ids)
+    if len(set(ids)) != n:
+        raise UsageError("product ids must be unique")
+    score = np.asarray(scores, np.float64).reshape(-1)
+    if score.size != n:
+        raise UsageError(f"expected {n} scores, got {score.size}")
+    score = np.nan_to_num(score, nan=0.0)
+    vec = None
+    if vectors is not None and n:
+        vec = np.ascontiguousarray(np.asarray(vectors, np.float32))
+        if vec.ndim != 2 or vec.shape[0] != n:
+            raise UsageError(f"vectors must be (n, d) with n={n}, got {vec.shape}")
+    fam, fam_labels = _codes(colour_family, n)
+    cat, _ = _codes(category, n)
+    brd, _ = _codes(brand, n)
+    for name, values in (("flagged", flagged), ("duplicate_group", duplicate_group),
+                         ("representative", representative)):
+        if values is not None and len(values) != n:
+            raise UsageError(f"{name} has {len(values)} entries for {n} products")
+    flag = np.zeros(n, bool) if flagged is None else np.asarray(flagged, bool).reshape(-1)
+    group = (np.full(n, -1, np.int64) if duplicate_group is None
+             else np.asarray(duplicate_group, np.int64).reshape(-1))
+    group = np.where(group >= 0, group, -1)
+    if group.max(initial=-1) >= 0:  # compact group ids so per-group arrays stay small
+        _, compact = np.unique(group, return_inverse=True)
+        group = np.where(group >= 0, compact - (1 if (group < 0).any() else 0), -1)
+    rep = np.zeros(n, bool) if representative is None else np.asarray(representative, bool)
+    pins = dict(pins or {})
+    for slot, item in pins.items():
+        if int(slot) < 0:
+            raise UsageError(f"pin slot {slot} is negative (slots count from 0 here)")
+        if not 0 <= int(item) < n:
+            raise UsageError(f"pin at slot {slot} names product index {item}, outside 0..{n - 1}")
+    pinned_items = {int(i) for i in pins.values()}
+    if len(pinned_items) != len(pins):
+        raise UsageError("a product is pinned to two slots; resolve the rules first")
+
+    rank_order = sort_by_score(score, ids)
+    rank = np.empty(n, np.int64)
+    rank[rank_order] = np.arange(n)
+
+    # near-duplicates: collapse keeps one product per group (pinned > representative > best)
+    collapsed: dict[str, list[str]] = {}
+    keep = np.ones(n, bool)
+    if opts.duplicates == "collapse" and (group >= 0).any():
+        for g in np.unique(group[group >= 0]):
+            members = np.nonzero(group == g)[0]
+            if members.size < 2:
+                continue
+            hero = next((int(m) for m in members if int(m) in pinned_items), None)
+            if hero is None:
+                reps = [int(m) for m in members if rep[m]]
+                hero = reps[0] if reps else int(members[np.argmin(rank[members])])
+            for m in members:
+                if int(m) != hero and int(m) not in pinned_items:
+                    keep[m] = False
+            collapsed[ids[hero]] = sorted(ids[int(m)] for m in members if not keep[m])
+        # the shown tile stands for its group: it ranks like the group's best product
+        best = np.full(int(group.max()) + 1, -np.inf)
+        np.maximum.at(best, group[group >= 0], score[group >= 0])
+        heroes = np.array([i for i in range(n) if keep[i] and group[i] >= 0], np.int64)
+        if heroes.size:
+            score[heroes] = np.maximum(score[heroes], best[group[heroes]])
+        rank_order = sort_by_score(score, ids)
+        rank[rank_order] = np.arange(n)
+
+    n_slots = int(keep.sum())
+    warnings: list[str] = []
+    pins = _clamp_pins(pins, n_slots, ids, warnings)
+    items = np.array([i for i in rank_order if keep[i] and int(i) not in pinned_items], np.int64)
+
+    widest = max(widths)
+    first_screen = opts.first_screen if opts.first_screen is not None else 2 * widest
+    D = opts.business_depth
+    top = score[items[: 2 * max(D, opts.window)]] if items.size else np.zeros(0)
+    sigma = float(top.max() - top.min()) if top.size > 1 else 0.0
+    sigma = max(sigma, 1e-6 * max(1.0, float(np.abs(score).max(initial=0.0))), 1e-9)
+    sentinel = np.array([-1], np.int64)
+    labels = [np.concatenate([lab, sentinel]) for lab in (cat, brd)
+              if len(np.unique(lab[keep])) > 1]  # a label shared by all changes no choice
+    pb = Problem(
+        ids=ids, score=score, gain=np.clip(score, 0.0, None),
+        vectors=None if vec is None else np.vstack([vec, np.zeros((1, vec.shape[1]), np.float32)]),
+        family=np.concatenate([fam, sentinel]),
+        flow_dist=_flow_distance(fam_labels) if mode == "flow" else None,
+        labels=labels, flagged=flag & opts.quality_gate,
+        group=np.concatenate([group, sentinel]), rank=rank, plain_position=None,
+        items=items, pins=pins,
+        n_slots=n_slots, widths=widths, mode=mode, window=opts.window,
+        lookalike_cosine=opts.lookalike_cosine,
+        weights={"lookalike": opts.lookalike_weight, "colour": opts.colour_weight,
+                 "dominance": opts.dominance_weight, "duplicate": opts.duplicate_weight},
+        duplicates=opts.duplicates, first_screen=min(first_screen, n_slots),
+        dup_gap=opts.duplicate_gap or 2 * widest, sigma=sigma,
+        business_floor=opts.business_floor, business_depth=D, repair_depth=opts.repair_depth,
+    )
+
+    plain = Greedy(pb, 0.0)
+    plain.run(n_slots)
+    plain_order = plain.placed.copy()
+    pb.plain_position = np.full(n, 1 << 40, np.int64)
+    pb.plain_position[plain_order] = np.arange(n_slots)
+    plain_dcg = dcg(pb.gain[plain_order], D)
+
+    # the business floor: if the first screens lose too much business, search for the
+    # strongest λ that keeps the floor (bisection; each try redoes only the prefix)
+    floor = opts.business_floor * plain_dcg
+    tables = Tables(n_slots, widths, plain.pinned) if opts.strength > 0 and n_slots else None
+
+    def attempt(lam: float) -> tuple[Greedy, bool]:
+        g = Greedy(pb, lam, tables)
+        g.run(D)
+        return g, lam == 0 or dcg(pb.gain[g.placed[:D]], D) >= floor - 1e-12
+
+    lam = opts.strength
+    greedy, ok = attempt(lam)
+    if not ok:
+        lo, hi, best = 0.0, lam, None
+        for _ in range(7):
+            mid = (lo + hi) / 2
+            g, ok = attempt(mid)
+            if ok:
+                lo, best = mid, g
+            else:
+                hi = mid
+        lam = lo
+        greedy = best if best is not None else attempt(0.0)[0]
+    greedy.run(n_slots)
+    full, swaps = repair(pb, greedy.order, greedy.pinned, lam * sigma, plain_dcg)
+    order = full[:n_slots]
+
+    arranged_dcg = dcg(pb.gain[order], D)
+    business = {
+        "depth": D, "plain": round(plain_dcg, 6), "arranged": round(arranged_dcg, 6),
+        "ratio": round(arranged_dcg / plain_dcg, 6) if plain_dcg > 0 else 1.0,
+        "strength_used": lam, "swaps": swaps,
+    }
+    slots = _explain(pb, order, plain_order, greedy.causes, flag_names or {}, notes or {},
+                     pin_notes or {})
+    reports = breakpoint_reports(
+        [ids[i] for i in order], vec[order] if vec is not None else None,
+        vec[plain_order] if vec is not None else None, widths, opts.lookalike_cosine, D)
+    return Arrangement(
+        ids=[ids[i] for i in order], order=order, plain_order=plain_order, slots=slots,
+        breakpoints=reports, business=business, collapsed=collapsed, warnings=warnings,
+        params={"columns": list(widths), "mode": mode, "first_screen": pb.first_screen,
+                "lookalike_cosine": opts.lookalike_cosine, "window": opts.window,
+                "duplicates": opts.duplicates, "quality_gate": opts.quality_gate,
+                "business_floor": opts.business_floor},
+    )
+
+
+def _clamp_pins(pins: dict[int, int], n_slots: int, ids: list[str],
+                warnings: list[str]) -> dict[int, int]:
+    """Pins past the end move to the last free slots (in the order they asked for)."""
+    out = {int(s): int(i) for s, i in pins.items() if 0 <= int(s) < n_slots}
+    late = sorted((int(s), int(i)) for s, i in pins.items() if not 0 <= int(s) < n_slots)
+    free = [s for s in range(n_slots - 1, -1, -1) if s not in out]
+    for s, i in late:
+        if not free:
+            warnings.append(f"pin of {ids[i]} to position {s + 1} dropped: no free slot")
+            continue
+        slot = free.pop(0) if s >= n_slots else free.pop()
+        out[slot] = i
+        warnings.append(f"pin of {ids[i]} to position {s + 1} is past the end; "
+                        f"placed at {slot + 1}")
+    return out
+
+
+def _explain(pb: Problem, order: np.ndarray, plain: np.ndarray,
+             causes: dict[int, SkipCause], flag_names: Mapping[int, Sequence[str]],
+             notes: Mapping[int, Sequence[str]], pin_notes: Mapping[int, str]) -> list[Slot]:
+    plain_pos = np.empty(len(pb.ids), np.int64)
+    plain_pos[plain] = np.arange(len(plain)) + 1
+    pos_l, score_l = plain_pos.tolist(), pb.score.tolist()
+    rank_l, flag_l = (pb.rank + 1).tolist(), pb.flagged.tolist()
+    pinned_slots = set(pb.pins)
+    slots = []
+    for p, item in enumerate(order.tolist()):
+        pp, is_pin, rank = pos_l[item], p in pinned_slots, rank_l[item]
+        # held back by the quality gate: flagged, not pinned, and good enough for screen one
+        gated = flag_l[item] and not is_pin and rank <= pb.first_screen
+        kind = "pinned" if is_pin else ("diversity" if pp != p + 1 else "score")
+        extra = list(notes.get(item, ()))
+        if is_pin and item in pin_notes:
+            extra.insert(0, pin_notes[item])
+        if gated:
+            names = ", ".join(flag_names.get(item, ())) or "quality flags"
+            extra.append(f"flagged ({names}): held below the first screen "
+                         f"(positions 1-{pb.first_screen})")
+            if kind == "score":
+                kind = "quality"
+        reason = slot_reason(kind="pinned" if is_pin else "score", score=score_l[item],
+                             rank=rank, position=p + 1, plain_position=pp,
+                             cause=causes.get(item), notes=extra)
+        slots.append(Slot(p + 1, pb.ids[item], reason, kind, score_l[item], rank, pp))
+    return slots
+
+
+def lookalike_counts(arrangement: Arrangement, vectors: np.ndarray | None, widths: Sequence[int],
+                     threshold: float, depth: int) -> dict[int, dict[str, int]]:
+    """Look-alike neighbours in the first ``depth`` positions: plain vs arranged, per width."""
+    if vectors is None:
+        return {c: {"plain": 0, "arranged": 0} for c in widths}
+    return {
+        c: {"plain": count_lookalikes(vectors[arrangement.plain_order], c, threshold, depth),
+            "arranged": count_lookalikes(vectors[arrangement.order], c, threshold, depth)}
+        for c in widths
+    }
+
+
+def arrange_collection(store: Any, name: str, **kwargs: Any) -> Any:
+    """Arrange a stored collection (rules, scores, vectors from the store); see
+    ``vismerch.merch.layout.arrange_collection`` for the keyword arguments."""
+    from vismerch.merch.layout import arrange_collection as run
+
+    return run(store, name, **kwargs)

@@ -1,0 +1,429 @@
+"""Commands for collections and grid arrangement: collections, arrange, rules, versions.
+
+    vismerch collections STORE [--json] [--create NAME --where EXPR | --from-column COL]
+    vismerch arrange STORE --collection dresses --columns 4 [--columns-set 2,3,4,5]
+                     --mode mix|flow [--preview out.png] [--html out.html] [--save NAME] [--json]
+    vismerch rules add|list|remove|enable|disable|log|revert STORE ...
+    vismerch versions list|show|diff|publish|rollback|export STORE ...
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+StoreArg = Annotated[Path, typer.Argument(help="Store directory (made by `vismerch ingest`).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+CollectionOpt = Annotated[str | None, typer.Option("--collection", "-c",
+                                                   help="Collection name (see `vismerch collections`).")]
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*["" if c is None else str(c) for c in row])
+    Console().print(table)
+
+
+def _say(text: str) -> None:
+    from rich.console import Console
+
+    Console().print(text)
+
+
+def _open(store: Path):
+    from vismerch.catalog.store import Store
+
+    return Store.open(store)
+
+
+# ---------------------------------------------------------------- collections
+
+
+def collections_cmd(
+    store: StoreArg,
+    create: Annotated[str | None, typer.Option(
+        "--create", help="Create a collection with this name.")] = None,
+    where: Annotated[str | None, typer.Option(
+        "--where", help=
+            'With --create: a rule, e.g. \'category == "dress" and price < 120\'.')] = None,
+    column: Annotated[str | None, typer.Option(
+        "--column", help="With --create: a manifest column ...")] = None,
+    value: Annotated[str | None, typer.Option(
+        "--value", help="... and the value it must have.")] = None,
+    from_column: Annotated[str | None, typer.Option(
+        "--from-column", help=
+            "Make every value of this manifest column a collection (kept up to date after each "
+            "ingest).")] = None,
+    delete: Annotated[str | None, typer.Option(
+        "--delete", help="Delete this collection and the rules scoped to it.")] = None,
+    members: Annotated[str | None, typer.Option(
+        "--members", help="List the products of this collection.")] = None,
+    refresh: Annotated[bool, typer.Option(
+        "--refresh", help="Re-evaluate every membership now.")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """List collections with their sizes; create, refresh or delete them."""
+    from vismerch.errors import UsageError
+    from vismerch.merch import collections as colls
+
+    st = _open(store)
+    if create:
+        if where is None and column is None:
+            raise UsageError("--create needs --where EXPR or --column COL --value VALUE")
+        made = colls.create_collection(st, create, where=where, column=column, value=value)
+        if json_out:
+            _print_json(made)
+        else:
+            _say(f"created [bold]{made['name']}[/] ({made['kind']}): {made['size']} products")
+        return
+    if from_column:
+        out = colls.add_collection_column(st, from_column)
+        if json_out:
+            _print_json(out)
+        else:
+            _say(f"collections from column {from_column}: created {', '.join(out['created']) or 'none'}")
+        return
+    if delete:
+        out = colls.delete_collection(st, delete)
+        if json_out:
+            _print_json(out)
+        else:
+            _say(f"deleted {delete} ({out['rules_removed']} scoped rules removed)")
+        return
+    if members:
+        ids = colls.members(st, members)
+        if json_out:
+            _print_json(ids)
+        else:
+            _say("\n".join(ids) or "(empty)")
+        return
+    if refresh:
+        colls.refresh_collections(st)
+    rows = colls.list_collections(st)
+    if json_out:
+        _print_json(rows)
+        return
+    _table("collections", ["name", "size", "kind", "definition"],
+           [[r["name"], r["size"], r["kind"] + (" (auto)" if r["auto"] else ""),
+             json.dumps(r["definition"])] for r in rows])
+
+
+# ---------------------------------------------------------------- arrange
+
+
+def arrange_cmd(
+    store: StoreArg,
+    collection: Annotated[str, typer.Option("--collection", "-c", help="Collection to arrange.")],
+    columns: Annotated[int, typer.Option("--columns", help="Grid columns of the main layout.")] = 4,
+    columns_set: Annotated[str | None, typer.Option(
+        "--columns-set", help=
+            "Other widths to optimise at once, e.g. 2,3,4,5 (mobile to desktop).")] = None,
+    mode: Annotated[str, typer.Option(
+        "--mode", help="mix (spread colours) or flow (colour blocks and gradients).")] = "mix",
+    weights: Annotated[str | None, typer.Option(
+        "--weights", help="Score blend, e.g. sales=0.5,revenue=0.3,newness=0.2.")] = None,
+    backend: Annotated[str | None, typer.Option(
+        "--backend", help=
+            "Vectors for look-alikes (default: a neural backend if ingested, else colour).")] = None,
+    quality_gate: Annotated[bool, typer.Option(
+        "--quality-gate/--no-quality-gate", help=
+            "Keep products with quality flags below the first screen unless pinned.")] = True,
+    duplicates: Annotated[str, typer.Option(
+        "--duplicates", help=
+            "Near-duplicates: space (apart), collapse (show the representative only) or off.")] = "space",
+    preview: Annotated[Path | None, typer.Option(
+        "--preview", help="Write a PNG mosaic of the first rows.")] = None,
+    html_out: Annotated[Path | None, typer.Option(
+        "--html", help="Write an HTML page with a width switcher.")] = None,
+    rows: Annotated[int, typer.Option("--rows", help="Rows in the PNG preview.")] = 3,
+    save: Annotated[str | None, typer.Option(
+        "--save", help="Save the arrangement as a version with this name.")] = None,
+    publish_it: Annotated[bool, typer.Option(
+        "--publish", help="With --save: publish that version.")] = False,
+    full: Annotated[bool, typer.Option(
+        "--full", help=
+            "With --json: the whole report (breakpoints, conflicts, business), not only the slots.")] = False,
+    limit: Annotated[int, typer.Option(
+        "--limit", help="Slots shown in the table (JSON lists all).")] = 24,
+    json_out: JsonOpt = False,
+) -> None:
+    """Arrange a collection for a grid: business first, no look-alike neighbours, explained."""
+    from vismerch.config import load_settings
+    from vismerch.merch import versions
+    from vismerch.merch.layout import arrange_collection, collection_vectors
+    from vismerch.merch.preview import html_page, mosaic
+
+    st = _open(store)
+    result = arrange_collection(st, collection, columns=columns, columns_set=columns_set,
+                                mode=mode, weights=weights, backend=backend,
+                                quality_gate=quality_gate, duplicates=duplicates,
+                                settings=load_settings())
+    arr = result.arrangement
+    saved = None
+    if save:
+        saved = versions.save_version(st, collection, save, result)
+        if publish_it:
+            versions.publish(st, collection, save)
+    if preview or html_out:
+        tau = float(arr.params["lookalike_cosine"])
+        vectors = collection_vectors(st, arr.ids, result.backend)
+        if preview:
+            from vismerch.merch.preview import lookalike_pairs
+
+            mosaic(st, arr.ids, columns, rows, title=f"{collection} · {mode} · {columns} columns",
+                   lookalikes=lookalike_pairs(vectors, columns, tau, columns * rows)).save(preview)
+        if html_out:
+            Path(html_out).write_text(html_page(st, result.slots(), list(arr.params["columns"]),
+                                                title=f"{collection} ({mode})", vectors=vectors,
+                                                threshold=tau))
+    if json_out:
+        if full:
+            _print_json({**result.as_dict(), "saved": saved})
+        else:
+            _print_json([{"position": s.position, "id": s.id, "reason": s.reason, "kind": s.kind,
+                          "score": round(s.score, 6)} for s in arr.slots])
+        return
+    _table(f"{collection}: {len(arr.ids)} products, {mode}, widths {arr.params['columns']}",
+           ["pos", "id", "kind", "reason"],
+           [[s.position, s.id, s.kind, s.reason] for s in arr.slots[:limit]])
+    b = arr.business
+    _say(f"business (DCG of the first {b['depth']}): {b['ratio']:.1%} of the plain order")
+    _table("look-alike neighbours in the first positions, worst width first",
+           ["columns", "arranged", "plain order", "worst pair"],
+           [[r.columns, r.in_depth, r.plain_in_depth,
+             (f"{r.pairs[0]['a']}/{r.pairs[0]['b']} at {r.pairs[0]['positions']}"
+              f" cos {r.pairs[0]['cosine']}") if r.pairs else ""] for r in arr.breakpoints])
+    if result.hidden:
+        _say(f"hidden by rules: {len(result.hidden)} products")
+    if arr.collapsed:
+        _say(f"near-duplicates collapsed into {len(arr.collapsed)} representatives")
+    for c in result.conflicts:
+        _say(f"[yellow]conflict[/] rule #{c['rule']} ({c['kind']}): {c['resolution']}")
+    for e in result.events:
+        _say(f"[cyan]{e['kind']}[/] rule #{e['rule']}: {e['product']}"
+             + (f" -> {e['substitute']}" if e.get("substitute") else ""))
+    if saved:
+        _say(f"saved version [bold]{save}[/]" + (" and published it" if publish_it else ""))
+    for path in (preview, html_out):
+        if path:
+            _say(f"wrote {path}")
+
+
+# ---------------------------------------------------------------- rules
+
+rules_app = typer.Typer(help="Merchandising rules: pin, boost, bury, hide, bury-out-of-stock.",
+                        no_args_is_help=True)
+
+
+@rules_app.command("add")
+def rules_add(
+    store: StoreArg,
+    kind: Annotated[str, typer.Argument(help="pin | boost | bury | hide | bury-out-of-stock")],
+    collection: CollectionOpt = None,
+    where: Annotated[str | None, typer.Option(
+        "--where", help="Condition for boost, bury and hide.")] = None,
+    product: Annotated[str | None, typer.Option("--product", help="Pin: the product id.")] = None,
+    position: Annotated[int | None, typer.Option(
+        "--position", help="Pin: 1-based position.")] = None,
+    factor: Annotated[float | None, typer.Option(
+        "--factor", help="Boost/bury strength 0-100 (default 50; bury-out-of-stock 100).")] = None,
+    oos: Annotated[str, typer.Option(
+        "--oos", help=
+            "Pin when out of stock: release, substitute (most similar in stock) or keep.")] = "release",
+    note: Annotated[str | None, typer.Option(
+        "--note", help="Free text shown with the rule.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Add a rule, scoped to --collection or global."""
+    from vismerch.merch.rules import add_rule
+
+    rule = add_rule(_open(store), kind, scope=collection, condition=where, product_id=product,
+                    position=position, factor=factor, oos_policy=oos, note=note)
+    if json_out:
+        _print_json(rule.as_dict())
+    else:
+        _say(f"added {rule.describe()}")
+
+
+@rules_app.command("list")
+def rules_list(store: StoreArg, collection: CollectionOpt = None, json_out: JsonOpt = False) -> None:
+    """List rules (of one collection, with the global ones, when --collection is given)."""
+    from vismerch.merch.rules import list_rules
+
+    rules = list_rules(_open(store), collection, applicable=True)
+    if json_out:
+        _print_json([r.as_dict() for r in rules])
+        return
+    _table("rules", ["id", "kind", "scope", "what", "enabled"],
+           [[r.id, r.kind, r.scope or "(global)", r.describe().split(": ", 1)[1], r.enabled]
+            for r in rules])
+
+
+@rules_app.command("remove")
+def rules_remove(store: StoreArg, rule_id: Annotated[int, typer.Argument(help="Rule id.")]) -> None:
+    """Delete a rule."""
+    from vismerch.merch.rules import remove_rule
+
+    remove_rule(_open(store), rule_id)
+    _say(f"removed rule #{rule_id}")
+
+
+@rules_app.command("enable")
+def rules_enable(store: StoreArg, rule_id: Annotated[int, typer.Argument(help="Rule id.")]) -> None:
+    """Turn a rule back on."""
+    from vismerch.merch.rules import set_enabled
+
+    set_enabled(_open(store), rule_id, True)
+    _say(f"enabled rule #{rule_id}")
+
+
+@rules_app.command("disable")
+def rules_disable(store: StoreArg, rule_id: Annotated[int, typer.Argument(
+    help="Rule id.")]) -> None:
+    """Turn a rule off without deleting it."""
+    from vismerch.merch.rules import set_enabled
+
+    set_enabled(_open(store), rule_id, False)
+    _say(f"disabled rule #{rule_id}")
+
+
+@rules_app.command("log")
+def rules_log(store: StoreArg, collection: CollectionOpt = None, json_out: JsonOpt = False) -> None:
+    """Out-of-stock pins released or substituted (each substitution can be reverted)."""
+    from vismerch.merch.rules import rule_log
+
+    rows = rule_log(_open(store), collection)
+    if json_out:
+        _print_json(rows)
+        return
+    _table("rule log", ["id", "when", "collection", "rule", "kind", "product", "substitute",
+                        "reverted"],
+           [[r["id"], r["created_at"], r["collection"], r["rule_id"], r["kind"], r["product_id"],
+             r["substitute_id"], r["reverted_at"] or ""] for r in rows])
+
+
+@rules_app.command("revert")
+def rules_revert(store: StoreArg, log_id: Annotated[int, typer.Argument(
+    help="Rule-log id of a substitution.")]) -> None:
+    """Undo a substitution: the pin keeps its own (out-of-stock) product again."""
+    from vismerch.merch.rules import revert_substitution
+
+    row = revert_substitution(_open(store), log_id)
+    _say(f"reverted: rule #{row['rule_id']} keeps {row['product_id']} in {row['collection']}")
+
+
+# ---------------------------------------------------------------- versions
+
+versions_app = typer.Typer(help="Saved arrangements: list, show, diff, publish, roll back, export.",
+                           no_args_is_help=True)
+CollectionArg = Annotated[str, typer.Argument(help="Collection name.")]
+
+
+@versions_app.command("list")
+def versions_list(store: StoreArg, collection: CollectionOpt = None, json_out: JsonOpt = False) -> None:
+    """Saved versions, oldest first (the published one is marked)."""
+    from vismerch.merch.versions import list_versions
+
+    rows = list_versions(_open(store), collection)
+    if json_out:
+        _print_json(rows)
+        return
+    _table("versions", ["collection", "name", "created", "size", "published"],
+           [[r["collection"], r["name"], r["created_at"], r["size"], "yes" if r["published"] else ""]
+            for r in rows])
+
+
+@versions_app.command("show")
+def versions_show(store: StoreArg, collection: CollectionArg,
+                  name: Annotated[str, typer.Argument(help="Version name or `published`.")],
+                  json_out: JsonOpt = False) -> None:
+    """One version's slots with their reasons."""
+    from vismerch.merch.versions import get_version
+
+    v = get_version(_open(store), collection, name)
+    if json_out:
+        _print_json(v)
+        return
+    _table(f"{collection} / {v['name']}", ["pos", "id", "reason"],
+           [[i["position"], i["id"], i["reason"]] for i in v["items"]])
+
+
+@versions_app.command("diff")
+def versions_diff(store: StoreArg, collection: CollectionArg,
+                  a: Annotated[str, typer.Argument(help="From version (or `published`).")],
+                  b: Annotated[str, typer.Argument(help="To version.")],
+                  json_out: JsonOpt = False) -> None:
+    """Products moved, added and removed between two versions."""
+    from vismerch.merch.versions import diff_versions
+
+    d = diff_versions(_open(store), collection, a, b)
+    if json_out:
+        _print_json(d)
+        return
+    rows = [[m["id"], "moved", m["from"], m["to"]] for m in d["moved"]]
+    rows += [[x["id"], "added", "", x["position"]] for x in d["added"]]
+    rows += [[x["id"], "removed", x["position"], ""] for x in d["removed"]]
+    _table(f"{collection}: {a} -> {b} ({d['unchanged']} unchanged)", ["id", "change", "from", "to"],
+           rows)
+
+
+@versions_app.command("publish")
+def versions_publish(store: StoreArg, collection: CollectionArg,
+                     name: Annotated[str, typer.Argument(help="Version to publish.")]) -> None:
+    """Mark a version as the one the storefront shows."""
+    from vismerch.merch.versions import publish
+
+    out = publish(_open(store), collection, name)
+    _say(f"published {collection} / {out['published']}")
+
+
+@versions_app.command("rollback")
+def versions_rollback(store: StoreArg, collection: CollectionArg,
+                      to: Annotated[str | None, typer.Option(
+                          "--to", help=
+                              "An earlier published version (default: the previous one).")] = None) -> None:
+    """Publish again the previously published version."""
+    from vismerch.merch.versions import rollback
+
+    out = rollback(_open(store), collection, to)
+    _say(f"rolled back {collection} to {out['published']}")
+
+
+@versions_app.command("export")
+def versions_export(
+    store: StoreArg, collection: CollectionArg,
+    name: Annotated[str, typer.Argument(
+        help="Version (default: the published one).")] = "published",
+    fmt: Annotated[str, typer.Option("--format", help="csv or json.")] = "csv",
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="File to write (default: stdout).")] = None,
+) -> None:
+    """Export (position, product id) for syncing to a storefront."""
+    from vismerch.merch.versions import export_version
+
+    text = export_version(_open(store), collection, name, fmt, out)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        _say(f"wrote {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("collections")(collections_cmd)
+    app.command("arrange")(arrange_cmd)
+    app.add_typer(rules_app, name="rules")
+    app.add_typer(versions_app, name="versions")

@@ -1,0 +1,192 @@
+"""Store-level arrangement of one collection: members -> scores -> rules -> grid.
+
+``arrange_collection(store, "dresses", columns=4)`` loads the collection's products, their
+business scores (``merch.scoring``), visual vectors (a neural backend when the store has
+one, else ``colour``), dominant colour families, quality flags and duplicate groups,
+applies the rules that apply (``merch.rules``), arranges the visible products
+(``merch.arrange``) and logs out-of-stock pin substitutions. Nothing is saved unless
+``versions.save_version`` is called with the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vismerch.errors import UsageError
+from vismerch.merch import collections as colls
+from vismerch.merch import rules as rules_mod
+from vismerch.merch.arrange import Arrangement, ArrangeOptions, arrange
+from vismerch.merch.scoring import score_products
+
+VISUAL_BACKENDS = ("siglip", "clip", "openclip", "colour")
+
+# settings read from vismerch.config when present (name -> default)
+SETTING_DEFAULTS = {
+    "arrange_lookalike_cosine": 0.9,
+    "arrange_window": 32,
+    "arrange_business_floor": 0.98,
+    "arrange_first_screen_rows": 2,
+}
+
+
+@dataclass
+class CollectionArrangement:
+    """An arranged collection: the grid plus what the rules did."""
+
+    collection: str
+    arrangement: Arrangement
+    hidden: list[dict[str, Any]] = field(default_factory=list)  # {id, rules}
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)  # substitutions, releases
+    backend: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ids(self) -> list[str]:
+        return self.arrangement.ids
+
+    def slots(self) -> list[dict[str, Any]]:
+        return [s.as_dict() for s in self.arrangement.slots]
+
+    def summary(self) -> dict[str, Any]:
+        return {"collection": self.collection, "size": len(self.ids),
+                "business": self.arrangement.business,
+                "breakpoints": [b.as_dict() for b in self.arrangement.breakpoints],
+                "hidden": self.hidden, "conflicts": self.conflicts, "events": self.events,
+                "collapsed": self.arrangement.collapsed, "warnings": self.arrangement.warnings,
+                "backend": self.backend, "params": self.params}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.summary(), "slots": self.slots()}
+
+
+def _setting(settings: Any, name: str) -> Any:
+    if settings is not None:
+        value = getattr(settings, name, None)
+        if value is not None:
+            return value
+    return SETTING_DEFAULTS[name]
+
+
+def pick_backend(store: Any, backend: str | None = None) -> str | None:
+    """The named backend, or the best visual backend the store has features for."""
+    have = {r[0] for r in store.db.execute("SELECT DISTINCT backend FROM shards")}
+    if backend:
+        if backend not in have:
+            raise UsageError(f"the store has no {backend!r} features",
+                             hint="it has: " + (", ".join(sorted(have)) or "none"))
+        return backend
+    return next((b for b in VISUAL_BACKENDS if b in have), None)
+
+
+def collection_vectors(store: Any, ids: Sequence[str], backend: str | None) -> np.ndarray | None:
+    """(n, d) L2-normalised vectors aligned with ``ids``; zero rows for products without."""
+    if backend is None:
+        return None
+    features = store.load_features(backend)
+    if not len(features):
+        return None
+    row = {pid: i for i, pid in enumerate(features.ids)}
+    out = np.zeros((len(ids), features.vectors.shape[1]), np.float32)
+    for i, pid in enumerate(ids):
+        j = row.get(pid)
+        if j is not None:
+            out[i] = features.vectors[j]
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+
+
+def parse_columns(columns: int | str | Sequence[int] | None, columns_set: Any = None
+                  ) -> tuple[int, ...]:
+    """``4`` and ``"2,3,4,5"`` -> widths; the primary width (``columns``) comes first."""
+    widths: list[int] = []
+    for value in (columns, columns_set):
+        if value is None or value == "":
+            continue
+        parts = [value] if isinstance(value, int) else (
+            str(value).split(",") if isinstance(value, str) else list(value))
+        for part in parts:
+            try:
+                c = int(str(part).strip())
+            except ValueError:
+                raise UsageError(f"columns must be integers, got {part!r}",
+                                 hint="e.g. --columns 4 --columns-set 2,3,4,5") from None
+            if not 1 <= c <= 12:
+                raise UsageError(f"columns must be between 1 and 12, got {c}")
+            widths.append(c)
+    return tuple(dict.fromkeys(widths)) or (4,)
+
+
+def arrange_collection(
+    store: Any,
+    name: str,
+    *,
+    columns: int | Sequence[int] | str = 4,
+    columns_set: Sequence[int] | str | None = None,
+    mode: str = "mix",
+    weights: Mapping[str, float] | str | None = None,
+    backend: str | None = None,
+    quality_gate: bool = True,
+    duplicates: str = "space",
+    settings: Any = None,
+    options: ArrangeOptions | None = None,
+    log: bool = True,
+) -> CollectionArrangement:
+    """Arrange collection ``name`` of ``store`` for a grid of ``columns`` (and the other
+    widths in ``columns_set``, optimised at once). See the module docstring."""
+    colls.get_collection(store, name)
+    member_ids = set(colls.members(store, name))
+    products = [p for p in store.products() if p.id in member_ids]
+    widths = parse_columns(columns, columns_set)
+    if options is None:
+        widest = max(widths)
+        options = ArrangeOptions(
+            lookalike_cosine=float(_setting(settings, "arrange_lookalike_cosine")),
+            window=int(_setting(settings, "arrange_window")),
+            business_floor=float(_setting(settings, "arrange_business_floor")),
+            first_screen=int(_setting(settings, "arrange_first_screen_rows")) * widest,
+            quality_gate=quality_gate, duplicates=duplicates)
+    records = colls.product_records(store, products)
+    base = score_products(products, weights)
+    chosen = pick_backend(store, backend)
+    vectors = collection_vectors(store, [p.id for p in products], chosen)
+    rule_list = rules_mod.list_rules(store, name, applicable=True, enabled_only=True)
+    res = rules_mod.resolve(rule_list, records, base.score, collection=name, vectors=vectors,
+                            reverted=rules_mod.reverted_pins(store, name))
+
+    visible = [i for i in range(len(products)) if i not in res.hidden]
+    new_index = {old: new for new, old in enumerate(visible)}
+    recs = [records[i] for i in visible]
+    score_notes = {new_index[i]: [base.explain(i)] for i in visible}
+    for i, extra in res.notes.items():
+        if i in new_index:
+            score_notes[new_index[i]].extend(extra)
+    result = arrange(
+        [r["id"] for r in recs],
+        res.scores[visible],
+        vectors[visible] if vectors is not None else None,
+        colour_family=[r["colour_family"] for r in recs],
+        category=[r.get("category") for r in recs],
+        brand=[r.get("brand") for r in recs],
+        flagged=[r["flagged"] for r in recs],
+        flag_names={k: r["flags"] for k, r in enumerate(recs) if r["flags"]},
+        duplicate_group=[r["duplicate_group"] if r["duplicate_group"] is not None else -1
+                         for r in recs],
+        representative=[r["representative"] for r in recs],
+        pins={slot: new_index[i] for slot, i in res.pins.items()},
+        columns=widths, mode=mode, options=options, notes=score_notes,
+        pin_notes={new_index[i]: note for i, note in res.pin_notes.items()},
+    )
+    if log and res.events:
+        rules_mod.log_events(store, name, res.events)
+    hidden = [{"id": records[i]["id"], "rules": ids} for i, ids in sorted(res.hidden.items())]
+    return CollectionArrangement(
+        collection=name, arrangement=result, hidden=hidden, conflicts=res.conflicts,
+        events=res.events, backend=chosen,
+        params={**result.params, "weights": base.weights, "backend": chosen},
+    )
+

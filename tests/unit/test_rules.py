@@ -1,0 +1,173 @@
+"""Rules: each kind, out-of-stock pins, conflict resolution, storage and the rule log."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from merch_fixtures import build_store
+
+from vismerch.errors import UsageError
+from vismerch.merch import rules as R
+from vismerch.merch.layout import arrange_collection
+
+
+def records(n=6, **over):
+    out = [{"id": f"P{i}", "brand": "acme" if i % 2 else "zenith", "stock": 5, "price": 10.0 * i}
+           for i in range(n)]
+    for pid, fields in over.items():
+        out[int(pid[1:])].update(fields)
+    return out
+
+
+def rule(id, kind, **kw):
+    return R.Rule(id, kind, **kw)
+
+
+def test_boost_and_bury_move_by_factor_over_100():
+    recs = records()
+    base = np.linspace(0.5, 0.0, 6)
+    res = R.resolve([rule(1, "boost", condition='brand == "acme"', factor=30),
+                     rule(2, "bury", condition="price >= 40", factor=100)], recs, base)
+    expected = base + np.array([0, .3, 0, .3, 0, .3]) - np.array([0, 0, 0, 0, 1, 1])
+    np.testing.assert_allclose(res.scores, expected)
+    assert any("boosted +0.30 by rule #1" in n for n in res.notes[1])
+    assert any("buried -1.00 by rule #2" in n for n in res.notes[5])
+    assert 0 not in res.notes
+
+
+def test_bury_out_of_stock_and_hide():
+    recs = records(P2={"stock": 0}, P3={"stock": None})
+    res = R.resolve([rule(1, "bury-out-of-stock", factor=100),
+                     rule(2, "hide", condition='brand == "zenith" and price > 0')], recs, np.ones(6))
+    assert res.scores[2] == 0.0  # stock 0 buried
+    assert res.scores[3] == 1.0  # unknown stock is not out of stock
+    assert sorted(res.hidden) == [2, 4]
+    assert res.hidden[2] == [2]
+
+
+def test_scope_limits_rules_to_their_collection():
+    recs = records()
+    rules = [rule(1, "hide", condition="true", scope="shoes")]
+    assert R.resolve(rules, recs, np.ones(6), collection="dresses").hidden == {}
+    assert len(R.resolve(rules, recs, np.ones(6), collection="shoes").hidden) == 6
+
+
+def test_pin_and_pin_on_hidden_product():
+    recs = records()
+    res = R.resolve([rule(1, "pin", product_id="P4", position=1),
+                     rule(2, "pin", product_id="P1", position=2),
+                     rule(3, "hide", condition='id == "P1"')], recs, np.ones(6))
+    assert res.pins == {0: 4}
+    assert res.conflicts == [{"kind": "pin-on-hidden", "rule": 2, "winner": None, "product": "P1",
+                              "position": 2,
+                              "resolution": "hidden by rule #3; the hide wins, pin ignored"}]
+
+
+def test_two_pins_on_one_slot_collection_beats_global_then_newer_wins():
+    recs = records()
+    rules = [rule(1, "pin", product_id="P1", position=1, scope="c"),
+             rule(5, "pin", product_id="P2", position=1),  # global, newer
+             rule(3, "pin", product_id="P3", position=2),
+             rule(4, "pin", product_id="P4", position=2)]  # newer global wins slot 2
+    res = R.resolve(rules, recs, np.ones(6), collection="c")
+    assert res.pins == {0: 1, 1: 4}
+    lost = {(c["rule"], c["winner"], c["kind"]) for c in res.conflicts}
+    assert lost == {(5, 1, "same-slot"), (3, 4, "same-slot")}
+    # deterministic: the same outcome whatever order the rules come in
+    again = R.resolve(list(reversed(rules)), recs, np.ones(6), collection="c")
+    assert again.pins == res.pins and again.conflicts == res.conflicts
+
+
+def test_product_pinned_twice_and_pin_outside_collection():
+    recs = records()
+    res = R.resolve([rule(1, "pin", product_id="P1", position=1),
+                     rule(2, "pin", product_id="P1", position=3),
+                     rule(3, "pin", product_id="NOPE", position=2, scope="c"),
+                     rule(4, "pin", product_id="NOPE2", position=2)], recs, np.ones(6),
+                    collection="c")
+    assert res.pins == {2: 1}
+    kinds = sorted((c["kind"], c["rule"]) for c in res.conflicts)
+    assert kinds == [("not-a-member", 3), ("pinned-twice", 1)]  # global pin 4 silently n/a
+
+
+def test_out_of_stock_pin_release_keep_and_substitute():
+    recs = records(P1={"stock": 0})
+    vecs = np.eye(6, dtype=np.float32)
+    vecs[3] = vecs[1] * 0.9 + vecs[2] * 0.1  # P3 looks most like P1
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    released = R.resolve([rule(1, "pin", product_id="P1", position=2)], recs, np.ones(6))
+    assert released.pins == {} and released.events[0]["kind"] == "release"
+    kept = R.resolve([rule(1, "pin", product_id="P1", position=2, oos_policy="keep")],
+                     recs, np.ones(6))
+    assert kept.pins == {1: 1}
+    sub = R.resolve([rule(1, "pin", product_id="P1", position=2, oos_policy="substitute")],
+                    recs, np.ones(6), vectors=vecs)
+    assert sub.pins == {1: 3}
+    assert sub.events[0]["kind"] == "substitute" and sub.events[0]["substitute"] == "P3"
+    assert "substitute for out-of-stock P1" in sub.pin_notes[3]
+    # the substitute must be visible, in stock and not wanted by another pin
+    sub2 = R.resolve([rule(1, "pin", product_id="P1", position=2, oos_policy="substitute"),
+                      rule(2, "pin", product_id="P3", position=5)], recs, np.ones(6), vectors=vecs)
+    assert sub2.pins[1] != 3 and sub2.pins[4] == 3
+    # a reverted substitution keeps the pinned product itself
+    back = R.resolve([rule(1, "pin", product_id="P1", position=2, oos_policy="substitute")],
+                     recs, np.ones(6), vectors=vecs, reverted={(1, "P1")})
+    assert back.pins == {1: 1} and back.events == []
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"kind": "shove"}, "unknown rule kind"),
+    ({"kind": "boost", "condition": "x > 1", "factor": 150}, "between 0 and 100"),
+    ({"kind": "bury", "condition": "x >", "factor": 10}, "column 4"),
+    ({"kind": "hide"}, "needs a condition"),
+    ({"kind": "pin", "product_id": "P1", "position": 0}, "position ≥ 1"),
+    ({"kind": "pin", "position": 1}, "product id"),
+    ({"kind": "pin", "product_id": "P1", "position": 1, "oos_policy": "pray"}, "policy"),
+])
+def test_invalid_rules_are_refused(kw, words):
+    kind = kw.pop("kind")
+    with pytest.raises(UsageError) as info:
+        R.validate(R.Rule(0, kind, **kw))
+    assert words in info.value.message
+
+
+def _store(tmp_path):
+    rng = np.random.default_rng(0)
+    products = [{"id": f"P{i}", "category": "dress", "brand": "acme" if i < 4 else "zenith",
+                 "price": 20.0 + i, "stock": 0 if i == 2 else 5, "sales": 100 - 10 * i}
+                for i in range(8)]
+    vectors = {p["id"]: rng.standard_normal(16) for p in products}
+    vectors["P5"] = vectors["P2"] + 0.01  # P5 is P2's look-alike
+    vectors = {k: v / np.linalg.norm(v) for k, v in vectors.items()}
+    return build_store(tmp_path / "store", products, vectors=vectors)
+
+
+def test_rules_storage_log_and_revert(tmp_path):
+    store = _store(tmp_path)
+    r1 = R.add_rule(store, "pin", scope="dress", product_id="P2", position=1,
+                    oos_policy="substitute")
+    R.add_rule(store, "hide", condition='brand == "zenith" and price > 26')
+    with pytest.raises(UsageError):
+        R.add_rule(store, "pin", scope="shoes", product_id="P1", position=1)
+    assert [r.id for r in R.list_rules(store, "dress", applicable=True)] == [1, 2]
+    assert [r.id for r in R.list_rules(store, "dress")] == [1]
+
+    first = arrange_collection(store, "dress", columns=2)
+    assert first.ids[0] == "P5"  # the most similar in-stock product fills the pinned slot
+    assert "substitute for out-of-stock P2" in first.arrangement.slots[0].reason
+    assert {h["id"] for h in first.hidden} == {"P7"}
+    arrange_collection(store, "dress", columns=2)  # same substitution: logged once
+    log = R.rule_log(store, "dress")
+    assert [(e["kind"], e["product_id"], e["substitute_id"]) for e in log] == [
+        ("substitute", "P2", "P5")]
+
+    R.revert_substitution(store, log[0]["id"])
+    after = arrange_collection(store, "dress", columns=2)
+    assert after.ids[0] == "P2"  # reverted: the pin keeps its own product
+    assert R.rule_log(store)[0]["reverted_at"]
+
+    R.set_enabled(store, r1.id, False)
+    assert arrange_collection(store, "dress", columns=2).ids[0] == "P0"
+    R.remove_rule(store, r1.id)
+    with pytest.raises(UsageError):
+        R.remove_rule(store, r1.id)
