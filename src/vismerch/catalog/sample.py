@@ -11,13 +11,31 @@ flawed shots, corrupt files, wrong listed colours) and writes::
 
 truth.json::
 
-    {"meta": {"seed", "n", "version", "truth_colours", "flag_names", ...},
-     "products": {id: {"colour", "pattern", "category", "flags": [...], "flaw",
-                       "secondary_colour", "trim_colour", "main_fraction", "fill",
-                       "image"}},
-     "duplicate_groups": [[id, ...], ...],
-     "corrupt": {id: reason},                 # not in "products"
-     "listed_colour_wrong": [id, ...]}
+    {"meta": {"generator", "version", "seed", "n", "truth_colours", "excluded_colours",
+              "flag_names", "flaws": {flaw: [flags]}},
+     "products": {id: {                        # every image that is not corrupt
+         "colour": name,                       # the main colour (TRUTH_COLOURS)
+         "pattern": "solid" | "striped" | "dotted" | "checked",
+         "category": str,
+         "flags": [flag, ...],                 # exactly the quality flags to expect
+         "flaw": None | "blur" | "dark" | "off-centre" | "background" | "tiny" | "low-res",
+         "secondary_colour": name | None,      # the pattern's colour
+         "trim_colour": name | None,           # a sole, a belt, a hat band
+         "main_fraction": float,               # main colour's share of the product area
+         "fill": float,                        # product area / frame area
+         "offset": [dx, dy],                   # product centroid - frame centre (fractions)
+         "duplicate_transform": str,           # copies only: requality|resize|crop|png|webp
+         "image": "images/<category>/<id>.<ext>"}},
+     "duplicate_groups": [[id, ...], ...],     # sorted; groups of 2-3
+     "corrupt": {id: reason},                  # empty-file | truncated | not-an-image
+     "corrupt_images": {id: relative path},
+     "listed_colour_wrong": [id, ...]}         # manifest colour far (CIEDE2000 >= 30) from truth
+
+Flaw -> flags: blur -> blur, dark -> under-exposed (only: exposure suppresses the
+background checks), off-centre -> off-centre, background -> non-white-background,
+tiny -> too-small, low-res -> low-resolution. Clean shots keep clear of every threshold
+in vismerch.config (shorter side >= 520, fill >= 0.13, centroid within 0.06 of the
+middle, background within CIEDE2000 ~4 of white); flawed shots are well past theirs.
 
 The product's ground-truth colour is its main colour, which covers at least ~65% of the
 product area (``main_fraction``, measured on the rendered mask). Main colours come from
@@ -29,6 +47,7 @@ Everything is deterministic for a seed (one numpy generator per item).
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -40,7 +59,7 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFilter
+from PIL import Image, ImageFilter
 
 from vismerch.catalog import _sample_shapes as shapes
 from vismerch.errors import UsageError
@@ -169,6 +188,11 @@ class _Palette:
         return str(rng.choice(pool))
 
 
+@functools.lru_cache(maxsize=1)
+def _palette() -> _Palette:
+    return _Palette()
+
+
 # --------------------------------------------------------------------------- planning
 @dataclass
 class _Item:
@@ -199,17 +223,25 @@ def _plan(n, seed, corrupt, flawed, duplicates, size_range, formats, wrong_liste
     n_corrupt = max(1, round(0.01 * n)) if corrupt else 0
     n_flawed = max(2, round(0.09 * n)) if flawed else 0
     n_dup = max(2, round(0.10 * n)) if duplicates else 0
-    if n_corrupt + n_flawed + n_dup > n // 2:
-        raise UsageError(f"n={n} is too small for the planted problems", hint="use n >= 24")
+    if n < 1 or n_corrupt + n_flawed + n_dup > n // 2:
+        raise UsageError(f"n={n} is too small for the planted problems",
+                         hint="use n >= 10, or turn the planted problems off")
+    group_sizes: list[int] = []  # near-duplicate groups of 2-3 covering n_dup products
+    while n_dup - sum(group_sizes) >= 2:
+        left = n_dup - sum(group_sizes)
+        group_sizes.append(3 if left >= 3 and (left == 3 or rng.random() < 0.3) else 2)
+    n_copies = sum(group_sizes) - len(group_sizes)
     roles = ["corrupt"] * n_corrupt + ["flawed"] * n_flawed
-    roles += ["clean"] * (n - len(roles) - n_dup)
+    roles += ["clean"] * (n - len(roles) - n_copies)
     items: list[_Item] = []
     fmt_names = list(formats)
     fmt_p = np.array([formats[f] for f in fmt_names], float)
     flaw_cycle = list(FLAWS)
     for i, role in enumerate(roles):
-        it = _Item(i, role, str(rng.choice(shapes.CATEGORIES)), str(rng.choice(TRUTH_COLOURS)),
-                   str(rng.choice(shapes.PATTERNS, p=shapes.PATTERN_P)))
+        it = _Item(i, role, str(rng.choice(shapes.CATEGORIES, p=shapes.CATEGORY_P)),
+                   str(rng.choice(TRUTH_COLOURS)), str(rng.choice(shapes.PATTERNS, p=shapes.PATTERN_P)))
+        if it.category in shapes.SOLID_ONLY:
+            it.pattern = "solid"
         it.size = _frame(rng, size_range, 0.0 if size_range[0] == size_range[1] else 0.25)
         if role == "flawed":
             it.flaw = flaw_cycle[(i - n_corrupt) % len(flaw_cycle)]
@@ -217,31 +249,28 @@ def _plan(n, seed, corrupt, flawed, duplicates, size_range, formats, wrong_liste
                 side = int(rng.integers(240, 361))
                 it.size = (side, side * 4 // 3) if rng.random() < 0.25 else (side, side)
         elif role == "corrupt":
-            it.corrupt_kind = list(CORRUPT_KINDS)[(i * 3 + 1) % 4 if i >= 4 else i]
+            it.corrupt_kind = list(CORRUPT_KINDS)[i % len(CORRUPT_KINDS)]
             it.size = (640, 640)
         else:
             it.fmt = str(rng.choice(fmt_names, p=fmt_p / fmt_p.sum()))
             it.alpha = it.fmt == "png" and rng.random() < 0.6
         items.append(it)
-    # near-duplicate groups: copies of clean JPEG originals
-    originals = [it for it in items if it.role == "clean" and it.fmt == "jpeg"]
+    # near-duplicate groups: copies of clean originals (JPEGs first; never a cut-out PNG)
+    originals = [it for it in items if it.role == "clean" and not it.alpha]
     rng.shuffle(originals)
-    left = n_dup
+    originals.sort(key=lambda it: it.fmt == "jpeg")  # stable: JPEGs last, popped first
     transforms = ("requality", "resize", "crop", "png", "webp")
-    while left >= 2 and originals:
+    for k in group_sizes:
         src = originals.pop()
-        k = 3 if left >= 3 and rng.random() < 0.3 else 2
         src.role = "dup"
-        left -= 1
         for _ in range(k - 1):
             t = str(rng.choice(transforms))
             items.append(_Item(len(items), "dup", src.category, src.colour, src.pattern,
                                fmt={"png": "png", "webp": "webp"}.get(t, "jpeg"),
                                size=src.size, dup_of=src.index, dup_transform=t))
-            left -= 1
     # clean singles get a listed colour that is plainly wrong (for the catalog audit)
     if wrong_listed:
-        pal = _Palette()
+        pal = _palette()
         singles = [it for it in items if it.role == "clean"]
         for j in rng.choice(len(singles), size=max(1, round(0.02 * n)), replace=False):
             singles[j].listed_wrong = pal.pick_far(rng, singles[j].colour, 30.0, TRUTH_COLOURS)
@@ -256,63 +285,102 @@ def _background(w: int, h: int, rng, colour=None) -> Image.Image:
     else:
         base = np.asarray(colour, float) + rng.uniform(-3, 3, 3)
     ramp = np.linspace(0.0, rng.uniform(2, 6), h, dtype=np.float32)[:, None, None]
-    arr = np.clip(base[None, None, :] - ramp, 0, 255).astype(np.uint8)
-    return Image.fromarray(np.broadcast_to(arr, (h, w, 3)).copy(), "RGB")
+    column = np.clip(base[None, None, :] - ramp + 0.5, 0, 255).astype(np.uint8)
+    return Image.fromarray(column, "RGB").resize((w, h), Image.NEAREST)
 
 
-def _layout(rng, kind: str, fw: int, fh: int, aspect: float, coverage: float):
-    """Product box size (px, before rotation) and centre (px) for a layout kind."""
-    def fit(max_w: float, max_h: float) -> tuple[float, float]:
-        s = min(max_w * fw / aspect, max_h * fh)  # box height in px
-        return s * aspect, s
-
-    if kind == "tiny":
-        ext = rng.uniform(0.13, 0.19)
-        bw, bh = fit(ext, ext)
-        cx, cy = 0.5 + rng.uniform(-0.02, 0.02), 0.5 + rng.uniform(-0.02, 0.02)
-    elif kind == "off-centre":
-        major, minor = rng.uniform(0.26, 0.29), rng.uniform(0.06, 0.12)
-        room_major, room_minor = 2 * (0.45 - major), 2 * (0.45 - minor)
-        sx, sy = rng.choice([-1, 1], size=2)
-        # shift along the axis where the product is narrower (relative to the frame)
-        if aspect * fh / fw >= 1.0:
-            bw, bh = fit(room_minor, room_major)
-            cx, cy = 0.5 + sx * minor, 0.5 + sy * major
-        else:
-            bw, bh = fit(room_major, room_minor)
-            cx, cy = 0.5 + sx * major, 0.5 + sy * minor
-    else:
-        ext = rng.uniform(0.62, 0.8)
-        bw, bh = fit(ext, ext)
-        if coverage * bw * bh < 0.14 * fw * fh:  # sparse shapes: allow more of the frame
-            bw, bh = fit(0.8, 0.8)
-        cx, cy = 0.5 + rng.uniform(-0.025, 0.025), 0.5 + rng.uniform(-0.025, 0.025)
-    return bw, bh, cx * fw, cy * fh
+# Layout targets, as fractions of the frame. A clean shot keeps the silhouette's centroid
+# within CLEAN_MAX_OFFSET of the middle and fills at least CLEAN_MIN_FILL of the frame, well
+# clear of the flaws' thresholds; flawed shots are well past them.
+MIN_CLEAN_SIDE = 520  # quality_min_side is 500; near-duplicates are never resized below this
+MARGIN = 0.09  # clear border around a clean product (a near-duplicate's centre crop keeps it)
+CLEAN_MIN_FILL, CLEAN_MAX_OFFSET = 0.13, 0.06
+OFFCENTRE_MIN_FILL, OFFCENTRE_MIN_SHIFT = 0.11, 0.23
+TINY_MAX_FILL = 0.035
 
 
-def _render(item: _Item, rng, pal: _Palette) -> tuple[Image.Image, dict]:
-    """Draw one product shot; returns the image (RGB or RGBA) and its measured truth."""
+@dataclass
+class _Placement:
+    bw: float  # box size in px (the shape is already turned)
+    bh: float
+    x: float  # box centre in px
+    y: float
+    fill: float  # estimated silhouette fraction of the frame
+    offset: tuple[float, float]  # estimated centroid offset from the middle (frame fractions)
+
+
+def _place(shape, fw: int, fh: int, ext: float, target: tuple[float, float],
+           room: tuple[float, float], margin: float) -> _Placement:
+    """Scale the box to ``ext`` of the room and put the silhouette's centroid at ``target``,
+    as close as the margins allow."""
+    bh = min(ext * room[0] * fw / shape.aspect, ext * room[1] * fh)
+    bw = bh * shape.aspect
+    ew, eh = bw / fw, bh / fh
+    dx = (shape.centroid[0] - 0.5) * ew
+    dy = (shape.centroid[1] - 0.5) * eh
+    cx = min(max(target[0] - dx, margin + ew / 2), 1 - margin - ew / 2) if ew < 1 - 2 * margin else 0.5
+    cy = min(max(target[1] - dy, margin + eh / 2), 1 - margin - eh / 2) if eh < 1 - 2 * margin else 0.5
+    return _Placement(bw, bh, cx * fw, cy * fh, shape.coverage * bw * bh / (fw * fh),
+                      (cx + dx - 0.5, cy + dy - 0.5))
+
+
+def _layout(rng, kind: str, fw: int, fh: int, category: str, angle: float) -> tuple:
+    """Pick a silhouette and place it for a layout kind (clean, tiny, off-centre); sparse
+    silhouettes that cannot reach the kind's fill are redrawn."""
+    for _ in range(12):
+        shape = shapes.make_shape(category, rng, angle)
+        if kind == "tiny":
+            jitter = tuple(0.5 + rng.uniform(-0.02, 0.02, 2))
+            pl = _place(shape, fw, fh, rng.uniform(0.13, 0.19), jitter, (1, 1), MARGIN)
+            while pl.fill > TINY_MAX_FILL:
+                pl = _place(shape, fw, fh, pl.bh / fh * 0.9, jitter, (1, 1), MARGIN)
+            return shape, pl
+        if kind == "off-centre":
+            major, minor = rng.uniform(0.26, 0.3), rng.uniform(0.05, 0.12)
+            sx, sy = rng.choice([-1.0, 1.0], size=2)
+            margin = 0.04
+            # shift along the axis where the product is narrower (relative to the frame)
+            tall = shape.aspect * fh / fw < 1.0
+            shift = (minor, major) if not tall else (major, minor)
+            room = (2 * (0.5 - margin - shift[0]), 2 * (0.5 - margin - shift[1]))
+            target = (0.5 + sx * shift[0], 0.5 + sy * shift[1])
+            pl = _place(shape, fw, fh, rng.uniform(0.94, 1.0), target, room, margin)
+            if pl.fill >= OFFCENTRE_MIN_FILL and max(map(abs, pl.offset)) >= OFFCENTRE_MIN_SHIFT:
+                return shape, pl
+            continue
+        target = tuple(0.5 + rng.uniform(-0.045, 0.045, 2))
+        room = (1 - 2 * MARGIN,) * 2
+        ext = rng.uniform(0.6, 1.0)
+        pl = _place(shape, fw, fh, ext, target, room, MARGIN)
+        while max(map(abs, pl.offset)) > CLEAN_MAX_OFFSET - 0.01 and ext > 0.5:
+            ext *= 0.95  # lopsided silhouettes (a bag's handle) need room to re-centre
+            pl = _place(shape, fw, fh, ext, target, room, MARGIN)
+        if pl.fill < CLEAN_MIN_FILL + 0.01:
+            ext = min(1.0, ext * math.sqrt((CLEAN_MIN_FILL + 0.02) / pl.fill))
+            pl = _place(shape, fw, fh, ext, target, room, MARGIN)
+        if pl.fill >= CLEAN_MIN_FILL + 0.01 and max(map(abs, pl.offset)) <= CLEAN_MAX_OFFSET - 0.01:
+            return shape, pl
+    raise RuntimeError(f"no {kind} layout for a {category} in {fw}x{fh}")  # a generator bug
+
+
+def _render(item: _Item, rng, pal: _Palette) -> tuple[Image.Image, dict, str | None]:
+    """Draw one product shot: the image (RGB or RGBA), its measured truth, its noun."""
     fw, fh = item.size
-    shape = shapes.make_shape(item.category, rng)
     main = pal.rgb[item.colour]
     secondary = None
     if item.pattern != "solid":
         secondary = "white" if rng.random() < 0.45 else pal.pick_far(rng, item.colour, 25.0)
+    kind = {"tiny": "tiny", "off-centre": "off-centre"}.get(item.flaw or "", "clean")
+    angle = 0.0 if kind == "off-centre" else float(rng.uniform(-9, 9))
+    if item.category == "scarf" and rng.random() < 0.5:  # laid diagonally
+        angle = float(rng.choice([-1, 1]) * rng.uniform(20, 45))
+    shape, pl = _layout(rng, kind, fw, fh, item.category, angle)
     trim = shape.trim and ("white" if rng.random() < 0.6 else pal.pick_far(
         rng, item.colour, 20.0, ("black", "tan", "brown", "navy", "light grey")))
-    kind = {"tiny": "tiny", "off-centre": "off-centre"}.get(item.flaw or "", "clean")
-    bw, bh, cx, cy = _layout(rng, kind, fw, fh, shape.aspect, shape.coverage)
-    angle = float(rng.uniform(-4, 4)) if rng.random() < 0.6 and kind != "off-centre" else 0.0
-    if angle:  # shrink so the rotated box keeps the same extent
-        r = math.radians(abs(angle))
-        k = min(bw / (bw * math.cos(r) + bh * math.sin(r)), bh / (bh * math.cos(r) + bw * math.sin(r)))
-        bw, bh = bw * k, bh * k
+    bw, bh, cx, cy = pl.bw, pl.bh, pl.x, pl.y
     prod, mask, main_fraction = shapes.paint(
         shape, int(round(bw)), int(round(bh)), main, pal.rgb[secondary] if secondary else None,
         pal.rgb[trim] if trim else None, item.pattern, rng)
-    if angle:
-        prod = prod.rotate(angle, Image.BICUBIC, expand=True)
-        mask = mask.rotate(angle, Image.BILINEAR, expand=True)
     x, y = int(round(cx - prod.width / 2)), int(round(cy - prod.height / 2))
     backdrop = None
     if item.flaw == "background":
@@ -331,34 +399,32 @@ def _render(item: _Item, rng, pal: _Palette) -> tuple[Image.Image, dict]:
         if kind == "clean" and rng.random() < 0.4:
             _shadow(img, mask, x, y, rng)
         img.paste(prod, (x, y), mask)
-    m = np.zeros((fh, fw), np.float32)
-    m[max(y, 0):y + mask.height, max(x, 0):x + mask.width] = np.asarray(mask, np.float32)[
-        max(-y, 0):fh - y, max(-x, 0):fw - x] / 255.0
+    m = np.asarray(mask, np.float32) / 255.0  # the product lies inside the frame
     total = float(m.sum())
-    ys, xs = np.mgrid[0:fh, 0:fw]
     info = {
         "secondary_colour": secondary, "trim_colour": trim or None,
         "main_fraction": round(main_fraction, 3), "fill": round(total / (fw * fh), 4),
-        "offset": [round(float((m * xs).sum() / total / fw - 0.5), 3),
-                   round(float((m * ys).sum() / total / fh - 0.5), 3)],
+        "offset": [round(float((m.sum(0) * (np.arange(m.shape[1]) + 0.5 + x)).sum()
+                               / total / fw - 0.5), 3),
+                   round(float((m.sum(1) * (np.arange(m.shape[0]) + 0.5 + y)).sum()
+                               / total / fh - 0.5), 3)],
     }
     if item.flaw == "blur":
         img = img.filter(ImageFilter.GaussianBlur(min(fw, fh) * rng.uniform(0.011, 0.016)))
     elif item.flaw == "dark":
         k = rng.uniform(0.10, 0.18)
         img = img.point([int(v * k + 0.5) for v in range(256)] * 3)
-    return img, info
+    return img, info, shape.noun
 
 
 def _shadow(img: Image.Image, mask: Image.Image, x: int, y: int, rng) -> None:
     """A faint soft contact shadow, offset down-right (at most ~7% darker)."""
-    small = mask.reduce(8).filter(ImageFilter.GaussianBlur(2.5)).resize(mask.size, Image.BILINEAR)
     strength = rng.uniform(0.03, 0.07)
-    shade = Image.new("L", img.size, 0)
+    lut = [int(v * strength + 0.5) for v in range(256)]
+    soft = mask.reduce(8).filter(ImageFilter.GaussianBlur(2.5)).point(lut)
+    soft = soft.resize(mask.size, Image.BILINEAR)
     dx, dy = int(mask.width * 0.02) + 2, int(mask.height * 0.03) + 3
-    shade.paste(small, (x + dx, y + dy))
-    arr = np.asarray(img, np.float32) * (1 - strength * np.asarray(shade, np.float32)[..., None] / 255)
-    img.paste(Image.fromarray(arr.astype(np.uint8), "RGB"))
+    img.paste((0, 0, 0), (x + dx, y + dy, x + dx + mask.width, y + dy + mask.height), soft)
 
 
 def _encode(img: Image.Image, fmt: str, rng) -> bytes:
@@ -375,16 +441,16 @@ def _encode(img: Image.Image, fmt: str, rng) -> bytes:
 def _duplicate(src_bytes: bytes, item: _Item, rng, src_info: dict) -> tuple[bytes, dict]:
     """A near-duplicate of an original photo: re-encoded, resized or centre-cropped."""
     img = Image.open(io.BytesIO(src_bytes)).convert("RGB")
-    info = dict(src_info)
     t = item.dup_transform
+    info = {**src_info, "duplicate_transform": t}
     if t in ("resize", "png", "webp"):
         short = min(img.size)
-        lo = max(0.5, 520 / short)
+        lo = max(0.5, MIN_CLEAN_SIDE / short)
         if t == "resize" or rng.random() < 0.5:
-            f = rng.uniform(lo, max(lo, 0.8)) if lo <= 0.8 else 1.0
+            f = rng.uniform(lo, max(0.8, min(1.0, lo + 0.08)))
             img = img.resize((round(img.width * f), round(img.height * f)), Image.LANCZOS)
     if t == "crop":
-        c = rng.uniform(0.08, 0.12)  # total fraction removed from each dimension
+        c = rng.uniform(0.04, 0.065)  # fraction cut from each dimension: 8-12.6% of the area
         w, h = img.size
         dx, dy = round(w * c / 2), round(h * c / 2)
         img = img.crop((dx, dy, w - dx, h - dy))
@@ -397,6 +463,17 @@ def _duplicate(src_bytes: bytes, item: _Item, rng, src_info: dict) -> tuple[byte
         img.save(buf, "PNG" if item.fmt == "png" else "WEBP",
                  **({"compress_level": 1} if item.fmt == "png" else {"quality": 82}))
     return buf.getvalue(), info
+
+
+def _shot(job: tuple[_Item, int]) -> tuple[bytes, dict, str | None]:
+    """Render and encode one photo (or its corrupt stand-in); a pool worker's unit."""
+    item, seed = job
+    rng = np.random.default_rng([seed, 3, item.index])
+    img, info, noun = _render(item, rng, _palette())
+    if item.role != "corrupt":
+        return _encode(img, item.fmt, rng), info, noun
+    png = _encode(img, "png", rng) if item.corrupt_kind == "broken-png" else b""
+    return _corrupt_bytes(item.corrupt_kind, rng, _encode(img, "jpeg", rng), png), info, noun
 
 
 def _corrupt_bytes(kind: str, rng, good_jpeg: bytes, good_png: bytes) -> bytes:
@@ -413,8 +490,8 @@ def _corrupt_bytes(kind: str, rng, good_jpeg: bytes, good_png: bytes) -> bytes:
 
 
 # --------------------------------------------------------------------------- metadata
-def _metadata(item: _Item, listed: str, rng, title_salt: int) -> dict:
-    meta = shapes.product_text(item.category, item.pattern, listed, rng, title_salt)
+def _metadata(item: _Item, listed: str, rng, noun: str | None) -> dict:
+    meta = shapes.product_text(item.category, item.pattern, listed, rng, noun)
     lo, hi = shapes.PRICE_RANGE[item.category]
     price = math.floor(rng.uniform(lo, hi)) + float(rng.choice([0.99, 0.0, 0.5]))
     meta["price"] = f"{price:.2f}"
@@ -439,12 +516,14 @@ def generate_catalog(
     clean_only: bool = False,
     wrong_listed: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    workers: int = 1,
 ) -> SampleCatalog:
     """Write a synthetic catalog of ``n`` products with ground truth to ``out_dir``.
 
     ``clean_only=True`` (benchmarks): no flaws, corrupt files, duplicates or wrong listed
     colours; every image an 800x800 JPEG. ``formats`` maps jpeg/png/webp to weights for
-    the clean shots. ``progress(done, total)`` is called after each image.
+    the clean shots. ``progress(done, total)`` is called after each image. ``workers > 1``
+    renders in that many processes (same bytes as one process).
     """
     if clean_only:
         corrupt = flawed = duplicates = wrong_listed = False
@@ -452,47 +531,69 @@ def generate_catalog(
     formats = dict(formats or DEFAULT_FORMATS)
     if unknown := set(formats) - set(EXT):
         raise UsageError(f"unknown image formats {sorted(unknown)}", hint="use jpeg, png, webp")
-    if size_range[0] > size_range[1] or size_range[0] < 64:
-        raise UsageError(f"bad size_range {size_range}", hint="e.g. (640, 1024)")
+    if not MIN_CLEAN_SIDE <= size_range[0] <= size_range[1]:
+        raise UsageError(f"bad size_range {size_range}: clean shots need a shorter side of "
+                         f"at least {MIN_CLEAN_SIDE} px (below that they are low-resolution)",
+                         hint="e.g. (640, 1024)")
     root = Path(out_dir)
     images_dir = root / "images"
+    marker = root / ".vismerch-sample"
     if images_dir.exists():
-        if not (root / "truth.json").exists():
+        if not marker.exists():
             raise UsageError(f"{images_dir} exists and is not a sample catalog",
                              hint="choose an empty output folder")
-        shutil.rmtree(images_dir)
+        shutil.rmtree(images_dir)  # a previous sample: replace it, leave no stale images
     images_dir.mkdir(parents=True)
+    marker.write_text("written by vismerch.catalog.sample.generate_catalog\n")
 
     items = _plan(n, seed, corrupt, flawed, duplicates, size_range, formats, wrong_listed)
     order = np.random.default_rng([seed, 2]).permutation(len(items))
     ids = {items[j].index: f"P{k + 1:05d}" for k, j in enumerate(order)}
-    pal = _Palette()
+    shots = [it for it in items if it.dup_of is None]
+    copies = [it for it in items if it.dup_of is not None]
+    made: dict[int, tuple[bytes, dict, str | None]] = {}
+    jobs = [(it, seed) for it in shots]
+    if workers > 1:  # every shot has its own generator, so the bytes do not depend on this
+        import multiprocessing as mp
+
+        with mp.get_context("spawn").Pool(workers) as pool:
+            for it, out in zip(shots, pool.imap(_shot, jobs, chunksize=8), strict=True):
+                made[it.index] = out
+                if progress:
+                    progress(len(made), len(items))
+    else:
+        for job in jobs:
+            made[job[0].index] = _shot(job)
+            if progress:
+                progress(len(made), len(items))
+    for it in copies:
+        src_bytes, src_info, noun = made[it.dup_of]
+        data, info = _duplicate(src_bytes, it, np.random.default_rng([seed, 3, it.index]), src_info)
+        made[it.index] = (data, info, noun)
+        if progress:
+            progress(len(made), len(items))
+
     rows, products, corrupt_map, corrupt_images = [], {}, {}, {}
     groups: dict[int, list[str]] = {}
-    encoded: dict[int, tuple[bytes, dict]] = {}
-    for done, item in enumerate(sorted(items, key=lambda it: (it.dup_of is not None, it.index))):
-        rng = np.random.default_rng([seed, 3, item.index])
+    titles: dict[int, set[str]] = {}
+    for item in shots + copies:
         pid = ids[item.index]
-        if item.dup_of is not None:
-            data, info = _duplicate(*encoded[item.dup_of], rng=rng, item=item)
-            groups[item.dup_of].append(pid)
-        else:
-            img, info = _render(item, rng, pal)
-            if item.role == "corrupt":
-                fmt = "png" if item.corrupt_kind == "broken-png" else "jpeg"
-                data = _corrupt_bytes(item.corrupt_kind, rng, _encode(img, "jpeg", rng),
-                                      _encode(img, "png", rng) if fmt == "png" else b"")
-                item.fmt = fmt
-            else:
-                data = _encode(img, item.fmt, rng)
-            if item.role == "dup":
-                encoded[item.index] = (data, info)
-                groups[item.index] = [pid]
+        data, info, noun = made.pop(item.index)
+        if item.role == "corrupt":
+            item.fmt = "png" if item.corrupt_kind == "broken-png" else "jpeg"
         rel = f"images/{item.category}/{pid}{EXT[item.fmt]}"
         (images_dir / item.category).mkdir(exist_ok=True)
         (root / rel).write_bytes(data)
+        group = item.dup_of if item.dup_of is not None else item.index
+        if item.role == "dup":
+            groups.setdefault(group, []).append(pid)
         listed = item.listed_wrong or item.colour
-        rows.append({"id": pid, "image": rel, **_metadata(item, listed, rng, item.index)})
+        rng = np.random.default_rng([seed, 4, item.index])
+        meta = _metadata(item, listed, rng, noun)
+        while meta["title"] in titles.setdefault(group, set()):  # a copy is listed differently
+            meta = _metadata(item, listed, rng, noun)
+        titles[group].add(meta["title"])
+        rows.append({"id": pid, "image": rel, **meta})
         if item.role == "corrupt":
             corrupt_map[pid] = CORRUPT_KINDS[item.corrupt_kind]
             corrupt_images[pid] = rel
@@ -502,8 +603,6 @@ def generate_catalog(
                 "flags": list(FLAWS[item.flaw]) if item.flaw else [], "flaw": item.flaw,
                 "image": rel, **info,
             }
-        if progress:
-            progress(done + 1, len(items))
 
     rows.sort(key=lambda r: r["id"])
     manifest = root / "manifest.csv"
@@ -514,7 +613,8 @@ def generate_catalog(
     truth = {
         "meta": {"generator": "vismerch.catalog.sample", "version": VERSION, "seed": seed,
                  "n": len(items), "truth_colours": list(TRUTH_COLOURS),
-                 "flag_names": list(FLAG_NAMES), "flaws": {k: list(v) for k, v in FLAWS.items()}},
+                 "excluded_colours": EXCLUDED_COLOURS, "flag_names": list(FLAG_NAMES),
+                 "flaws": {k: list(v) for k, v in FLAWS.items()}},
         "products": dict(sorted(products.items())),
         "duplicate_groups": sorted(sorted(g) for g in groups.values()),
         "corrupt": dict(sorted(corrupt_map.items())),

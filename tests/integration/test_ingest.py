@@ -1,0 +1,64 @@
+"""Ingest through the real pipeline: bad files are refused with their own reason and
+recorded, good and awkward files are ingested, and the process-pool path agrees with
+the in-process one."""
+
+from __future__ import annotations
+
+import pytest
+
+from vismerch.catalog.store import Store
+from vismerch.pipeline.ingest import ingest
+from vismerch.testing import small_catalog, write_bad_files, write_tricky_files
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("catalog")
+    small_catalog(root / "good", n=16, seed=2, corrupt=False)
+    bad = write_bad_files(root / "bad")
+    tricky = write_tricky_files(root / "tricky")
+    return root, bad, tricky
+
+
+def test_bad_files_refused_with_reasons_and_the_rest_ingested(folder, tmp_path):
+    root, bad, tricky = folder
+    summary = ingest(root, tmp_path / "store", workers=1, progress=False)
+    with Store.open(tmp_path / "store") as store:
+        errors = {e["product_id"]: e["reason"] for e in store.errors()}
+        ok = {p.id for p in store.products()}
+        tags = {t["id"]: t for t in store.tags()}
+    assert errors == {f"bad/{name}": reason for name, reason in bad.items()}
+    assert {f"tricky/{name}" for name in tricky} <= ok
+    good = {pid for pid in ok if pid.startswith("good/")}
+    assert len(good) == 16
+    assert summary.failed == len(bad) and summary.ingested == len(ok)
+    assert sum(summary.failed_by_reason.values()) == len(bad)
+    # every ingested product has colours and a measured value for each quality metric
+    assert all(tags[pid]["colours"] for pid in ok)
+
+
+def test_missing_file_in_a_manifest_is_recorded_not_fatal(tmp_path):
+    cat = small_catalog(tmp_path / "cat", n=6, seed=1, corrupt=False, flawed=False, duplicates=False)
+    lines = cat.manifest_path.read_text().splitlines()
+    header = lines[0].split(",")
+    row = lines[1].split(",")
+    row[header.index("id")] = "ghost"
+    row[header.index("image")] = "images/does-not-exist.jpg"
+    cat.manifest_path.write_text("\n".join([*lines, ",".join(row)]) + "\n")
+    summary = ingest(cat.manifest_path, tmp_path / "store", workers=1, progress=False)
+    assert summary.failed_by_reason == {"missing-file": 1}
+    with Store.open(tmp_path / "store") as store:
+        assert store.product("ghost").status == "failed"
+        assert {e["product_id"]: e["reason"] for e in store.errors()} == {"ghost": "missing-file"}
+
+
+@pytest.mark.slow
+def test_process_pool_matches_in_process(folder, tmp_path):
+    root, _, _ = folder
+    one = ingest(root / "good", tmp_path / "one", workers=1, progress=False)
+    two = ingest(root / "good", tmp_path / "two", workers=2, progress=False,
+                 settings=None)
+    assert one.ingested == two.ingested == 16
+    with Store.open(tmp_path / "one") as a, Store.open(tmp_path / "two") as b:
+        assert a.tags() == b.tags()
+        assert a.dup_groups() == b.dup_groups()

@@ -1,0 +1,88 @@
+"""Safe decode: every bad file refused with its own reason, every awkward-but-valid file
+decoded to the RGB a person would see."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vismerch.errors import DecodeError
+from vismerch.imaging.decode import decode_image
+from vismerch.testing import write_bad_files, write_tricky_files
+
+SIZE = 128
+
+
+@pytest.fixture(scope="module")
+def bad(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("bad")
+    return {directory / name: reason for name, reason in write_bad_files(directory).items()}
+
+
+@pytest.fixture(scope="module")
+def tricky(tmp_path_factory):
+    return write_tricky_files(tmp_path_factory.mktemp("tricky"))
+
+
+def test_every_bad_file_is_refused_with_its_reason(bad):
+    assert {"empty-file", "truncated", "not-an-image", "too-many-pixels"} <= set(bad.values())
+    for path, reason in bad.items():
+        with pytest.raises(DecodeError) as info:
+            decode_image(path.read_bytes(), working_size=SIZE)
+        assert info.value.reason == reason, f"{path.name}: {info.value.message}"
+        assert info.value.message  # a specific sentence, not just a code
+
+
+def test_tricky_files_decode_to_the_expected_colours(tricky):
+    assert len(tricky) >= 8
+    for name, tf in tricky.items():
+        decoded = decode_image(tf.path.read_bytes(), working_size=SIZE, thumb_size=48)
+        assert decoded.pixels.shape == (SIZE, SIZE, 3) and decoded.pixels.dtype == np.uint8, name
+        assert (decoded.width, decoded.height) == tf.size, f"{name}: size after EXIF orientation"
+        for probe in tf.probes:
+            x = min(SIZE - 1, int(probe.x * SIZE))
+            y = min(SIZE - 1, int(probe.y * SIZE))
+            got = decoded.pixels[y, x].astype(int)
+            assert np.abs(got - np.array(probe.rgb)).max() <= tf.tolerance + 6, (
+                f"{name} at ({probe.x}, {probe.y}): {tuple(got)} != {probe.rgb} ({tf.note})"
+            )
+        assert max(decoded.thumb.size) <= 48
+        # the thumbnail keeps the aspect ratio of the upright image
+        w, h = tf.size
+        tw, th = decoded.thumb.size
+        assert abs(tw / th - w / h) < 0.1, name
+
+
+def test_pixel_limit_is_configurable_and_checked_before_decoding():
+    buf = io.BytesIO()
+    Image.new("RGB", (300, 200), (10, 20, 30)).save(buf, "PNG")
+    data = buf.getvalue()
+    decode_image(data, working_size=SIZE, max_pixels=60_000)
+    with pytest.raises(DecodeError) as info:
+        decode_image(data, working_size=SIZE, max_pixels=59_999)
+    assert info.value.reason == "too-many-pixels" and "60,000" in info.value.message
+
+
+def test_large_jpeg_decodes_straight_to_the_working_size():
+    rng = np.random.default_rng(0)
+    arr = (rng.random((1600, 1200, 3)) * 255).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(arr).save(buf, "JPEG", quality=90)
+    decoded = decode_image(buf.getvalue(), working_size=SIZE, thumb_size=None)
+    assert decoded.pixels.shape == (SIZE, SIZE, 3)
+    assert (decoded.width, decoded.height) == (1200, 1600)  # the original size is reported
+    assert decoded.thumb is None and decoded.format == "JPEG"
+
+
+def test_empty_bytes_and_unsupported_format():
+    with pytest.raises(DecodeError) as info:
+        decode_image(b"")
+    assert info.value.reason == "empty-file"
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(buf, "PPM")
+    with pytest.raises(DecodeError) as info:
+        decode_image(buf.getvalue())
+    assert info.value.reason == "unsupported-format" and "PPM" in info.value.message
