@@ -53,7 +53,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("colour_foreground_delta", float, 6.0, "Colour backend: a pixel belongs to the product when its CIEDE2000 from the estimated background exceeds this (about 2.5 JND: above noise and JPEG ringing, below almost any product/backdrop contrast; faint shadows stay background, dark shadow cores count as product)."),
     Setting("dup_crop_hamming", int, 16, "Near-duplicates, crop rule: hash distance at most this when the vector cosine is at least dup_crop_cosine. A 90% centre crop moves the phash 4-14 bits (median 8), beyond dup_hash_distance; set equal to dup_hash_distance to turn the rule off."),
     Setting("dup_crop_cosine", float, 0.97, "Near-duplicates, crop rule: vector cosine at least this (near-identical content) for hash distances up to dup_crop_hamming."),
-    Setting("dup_neighbours", int, 32, "Near-duplicate candidates kept per image (nearest by hash, and nearest by vector for the crop rule); bounds memory on catalogs with thousands of look-alikes."),
+    Setting("dup_neighbours", int, 32, "Near-duplicate candidates kept per image by hash distance (the crop rule looks at the 8 nearest vectors); bounds memory on catalogs with thousands of look-alike hashes."),
     Setting("index_hnsw_m", int, 32, "HNSW graph degree (links per vector) above index_exact_max: higher is more accurate, slower to build and larger."),
     Setting("index_ef_construction", int, 64, "HNSW build-time search breadth: higher builds a better graph, more slowly."),
     Setting("index_ef_search", int, 64, "HNSW query-time search breadth (raised to 2k for k results): higher is more accurate and slower."),
@@ -62,6 +62,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("arrange_window", int, 32, "Grid arrangement: candidates per slot; also the most positions diversity may push a product below its plain place."),
     Setting("arrange_business_floor", float, 0.98, "Grid arrangement: keep at least this share of the plain order's DCG over the first 48 positions."),
     Setting("arrange_first_screen_rows", int, 2, "Grid arrangement: rows of the widest grid counted as the first screen (quality-flagged products stay below it unless pinned)."),
+    # neural encoders, tagging and search
+    Setting("precision", str, "auto", "Neural precision: auto|fp32|bf16|fp16|fp8|fp4 (auto = fastest the device has, verified)."),
+    Setting("precision_min_cosine", float, 0.995, "Low-precision embeddings must keep this mean cosine vs fp32 on a calibration batch, else step down."),
+    Setting("tag_threshold", float, 0.25, "Minimum zero-shot/few-shot score (softmax over an attribute's labels) for a tag."),
+    Setting("tag_knn", int, 5, "Labelled neighbours that vote in few-shot tag propagation."),
+    Setting("tag_knn_min_similarity", float, 0.75, "A labelled example votes only if its image cosine is at least this."),
+    Setting("search_rrf_k", int, 60, "Reciprocal rank fusion constant for hybrid search."),
+    Setting("search_depth", int, 200, "Candidates taken from each ranking before fusion."),
+    Setting("search_colour_min_share", float, 0.1, "With --colour, keep products with at least this share of the foreground near the colour."),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

@@ -7,12 +7,16 @@ worker that owns ``cuda:1`` sees its own card.
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
 
 from vismerch.errors import UsageError
+
+log = logging.getLogger("vismerch.device")
 
 # lowercase keys the planner's hardware catalog uses, matched against torch's device name
 _GPU_KEYS: tuple[tuple[str, str], ...] = (
@@ -154,3 +158,38 @@ def device_info(device: str | torch.device | None = "cpu") -> DeviceInfo:
         fp8=False,
         fp4=False,
     )
+
+
+def auto_batch_size(
+    run: Callable[[int], float],
+    device: torch.device,
+    start: int = 16,
+    limit: int = 2048,
+    min_gain: float = 1.05,
+    memory_fraction: float = 0.85,
+) -> int:
+    """Double the batch while it fits and images/s still rise by at least ``min_gain``.
+
+    ``run(n)`` returns seconds for one batch of ``n``. CUDA only (CPU returns ``start``).
+    """
+    if device.type != "cuda":
+        return start
+    best, best_rate, n = start, 0.0, start
+    total = torch.cuda.get_device_properties(device).total_memory
+    while n <= limit:
+        torch.cuda.reset_peak_memory_stats(device)
+        try:
+            seconds = run(n)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            break
+        rate = n / max(seconds, 1e-9)
+        if best_rate and rate < best_rate * min_gain:
+            break
+        best, best_rate = n, rate
+        if torch.cuda.max_memory_allocated(device) > memory_fraction * total / 2:
+            break  # the next doubling would not fit with headroom
+        n *= 2
+    torch.cuda.empty_cache()
+    log.info("auto batch size on %s: %d (%.0f images/s)", device, best, best_rate)
+    return best

@@ -61,10 +61,11 @@ def _cast(precision: str, dtype: torch.dtype) -> PrecisionPath:
 
 
 def _linear_filter(multiple: int) -> Callable[[nn.Module, str], bool]:
-    # low-precision GEMMs need both dimensions divisible by the kernel's tile/block size
+    # low-precision GEMMs need both dimensions divisible by the kernel's tile/block size;
+    # exact type only: nn.MultiheadAttention's out_proj subclass is read as a raw weight
     def keep(module: nn.Module, fqn: str = "") -> bool:
         return (
-            isinstance(module, nn.Linear)
+            type(module) is nn.Linear
             and module.in_features % multiple == 0
             and module.out_features % multiple == 0
         )
@@ -180,9 +181,7 @@ def check_precision(precision: str) -> str:
     """Validate a ``--precision`` value."""
     value = (precision or "auto").lower()
     if value not in PRECISIONS:
-        raise UsageError(
-            f"unknown precision {precision!r}", hint=f"choose one of: {', '.join(PRECISIONS)}"
-        )
+        raise UsageError(f"unknown precision {precision!r}", hint=f"choose one of: {', '.join(PRECISIONS)}")
     return value
 
 

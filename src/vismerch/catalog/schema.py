@@ -139,6 +139,13 @@ MIGRATIONS: list[str] = [
         at TEXT NOT NULL
     );
     """,
+    # 3: merchandiser labels for attribute tags (few-shot examples that override zero-shot)
+    """
+    CREATE TABLE tag_labels (
+        product_id TEXT NOT NULL, attribute TEXT NOT NULL, label TEXT NOT NULL,
+        PRIMARY KEY (product_id, attribute)
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

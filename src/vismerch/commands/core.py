@@ -80,16 +80,32 @@ def ingest_cmd(
 def tags_cmd(
     store: StoreArg,
     attribute: Annotated[
-        str | None, typer.Option(help="Attribute tags (neural): pattern, category, ...")
+        str | None, typer.Option(help="Attribute tags (neural): pattern, category, sleeve-length, ...")
+    ] = None,
+    threshold: Annotated[float | None, typer.Option(help="Minimum attribute tag score.")] = None,
+    vocabulary: Annotated[
+        Path | None, typer.Option(help="Attribute vocabulary TOML (default: built in).")
+    ] = None,
+    label: Annotated[
+        list[str] | None,
+        typer.Option(help="Record a merchandiser label ID=LABEL for --attribute (overrides zero-shot)."),
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Colour tags and quality flags per product (or zero-shot attribute tags)."""
     s = _open(store)
     if attribute is not None:
-        from vismerch.merch.tagging import tag_attributes
+        from vismerch.errors import UsageError
+        from vismerch.merch.tagging import set_tag_label, tag_attributes
 
-        data = tag_attributes(s, attribute=attribute)
+        for item in label or []:
+            pid, sep, value = item.partition("=")
+            if not sep or not pid or not value:
+                raise UsageError(f"--label {item!r}: expected ID=LABEL")
+            if s.product(pid) is None:
+                raise UsageError(f"--label {item!r}: no product {pid!r}")
+            set_tag_label(s, pid, attribute, value)
+        data = tag_attributes(s, attribute=attribute, threshold=threshold, vocabulary=vocabulary)
         if json_out:
             _print_json(data)
             return
@@ -97,6 +113,12 @@ def tags_cmd(
             [d["id"], ", ".join(f"{t['name']} {t['score']:.2f}" for t in d["tags"])] for d in data
         ])
         return
+    if label:
+        from vismerch.errors import UsageError
+
+        raise UsageError(
+            "--label needs --attribute", hint="vismerch tags STORE --attribute pattern --label ID=striped"
+        )
     data = s.tags()
     if json_out:
         _print_json(data)

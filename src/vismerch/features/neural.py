@@ -10,13 +10,13 @@ All of them are in the fingerprint stored with every shard.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
-import math
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from vismerch.accel.device import DeviceInfo, device_info, resolve_device
+from vismerch.accel.device import DeviceInfo, auto_batch_size, device_info, resolve_device
 from vismerch.accel.precision import (
     DEFAULT_MIN_COSINE,
     PrecisionChoice,
@@ -330,9 +330,7 @@ def _load_openclip(model: str, revision: str | None, device: torch.device) -> Lo
     try:
         import open_clip
     except ImportError as exc:
-        raise UsageError(
-            "the openclip backend needs open_clip", hint="install vismerch[openclip]"
-        ) from exc
+        raise UsageError("the openclip backend needs open_clip", hint="install vismerch[openclip]") from exc
     # "ARCH:TAG", "hf-hub:org/name" or "local-dir:PATH" (open_clip's own schemes)
     if model.startswith(("hf-hub:", "local-dir:")):
         name, pretrained = model, None
@@ -454,6 +452,23 @@ class NeuralBackend:
         parts = [self._encode(batch[i : i + step]).cpu() for i in range(0, len(batch), step)]
         return FeatureBatch(torch.cat(parts).numpy().astype(np.float32, copy=False))
 
+    def encode_stream(self, batches: Iterable[Any]) -> Iterator[FeatureBatch]:
+        """Encode many uint8 batches in order. On CUDA the next batch is pinned and copied to
+        the device on a side stream while the current one computes (copy/compute overlap)."""
+        from vismerch.imaging.gpu_decode import DevicePrefetcher, pinned_batch
+
+        def host(items: Iterable[Any]) -> Iterator[torch.Tensor]:
+            for b in items:
+                if isinstance(b, torch.Tensor):
+                    yield b
+                elif self.device.type == "cuda":
+                    yield pinned_batch(np.asarray(b))
+                else:
+                    yield torch.from_numpy(np.asarray(b))
+
+        for batch in DevicePrefetcher(host(batches), self.device):
+            yield self.encode_images(batch)
+
     def encode_texts(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
         """Texts through the model's text tower -> L2-normalised float32 ``(N, dim)``."""
         if self.loaded.text_fn is None:
@@ -472,41 +487,6 @@ class NeuralBackend:
         return f"NeuralBackend({self.name}, {self.loaded.model!r}, {self.precision}, {self.device})"
 
 
-def auto_batch_size(
-    run: Callable[[int], float],
-    device: torch.device,
-    start: int = 16,
-    limit: int = 2048,
-    min_gain: float = 1.05,
-    memory_fraction: float = 0.85,
-) -> int:
-    """Double the batch while it fits and images/s still rise by at least ``min_gain``.
-
-    ``run(n)`` returns seconds for one batch of ``n``. CUDA only (CPU returns ``start``).
-    """
-    if device.type != "cuda":
-        return start
-    best, best_rate, n = start, 0.0, start
-    total = torch.cuda.get_device_properties(device).total_memory
-    while n <= limit:
-        torch.cuda.reset_peak_memory_stats(device)
-        try:
-            seconds = run(n)
-        except torch.cuda.OutOfMemoryError:
-            torch.cuda.empty_cache()
-            break
-        rate = n / max(seconds, 1e-9)
-        if best_rate and rate < best_rate * min_gain:
-            break
-        best, best_rate = n, rate
-        if torch.cuda.max_memory_allocated(device) > memory_fraction * total / 2:
-            break  # the next doubling would not fit with headroom
-        n *= 2
-    torch.cuda.empty_cache()
-    log.info("auto batch size on %s: %d (%.0f images/s)", device, best, best_rate)
-    return best
-
-
 def _setting(settings: Any, name: str, default: Any) -> Any:
     value = getattr(settings, name, None) if settings is not None else None
     return default if value is None else value
@@ -518,7 +498,7 @@ def build_backend(
     device: str = "cpu",
     model: str | None = None,
     revision: str | None = None,
-    precision: str = "auto",
+    precision: str | None = "auto",
     compile: bool = False,
     batch_size: int | None = None,
     *,
@@ -541,7 +521,9 @@ def build_backend(
         _load_openclip(model, revision, dev) if kind == "openclip" else _load_hf(kind, model, revision, dev)
     )
     threshold = float(
-        min_cosine if min_cosine is not None else _setting(settings, "precision_min_cosine", DEFAULT_MIN_COSINE)
+        min_cosine
+        if min_cosine is not None
+        else _setting(settings, "precision_min_cosine", DEFAULT_MIN_COSINE)
     )
     h, w = loaded.preprocess.output_size
     images = calibration if calibration is not None else calibration_images(16, max(h, w))
@@ -569,15 +551,38 @@ def build_backend(
     )
 
 
-def flops_per_image(backend: NeuralBackend) -> float | None:
-    """Forward FLOPs of a ViT image tower per image (2 per multiply-add), or None."""
-    module = backend.prepared.module
-    cfg = getattr(getattr(module, "config", None), "vision_config", None)
-    if cfg is None:
-        return None
-    return vit_flops(
-        cfg.image_size, cfg.patch_size, cfg.hidden_size, cfg.intermediate_size, cfg.num_hidden_layers
-    )
+@functools.lru_cache(maxsize=4)
+def _query_encoder(kind: str, model: str, revision: str | None, device: str) -> NeuralBackend:
+    return build_backend(kind, device=device, model=model, revision=revision, precision="fp32")
+
+
+def backend_from_fingerprint(fingerprint: str | dict[str, Any], device: str = "cpu") -> NeuralBackend:
+    """The encoder that produced stored vectors, rebuilt at fp32 to embed queries and prompts.
+
+    Refuses a local model folder whose content changed since the vectors were made: its
+    text embeddings would not live in the same space as the stored image vectors.
+    """
+    fp = json.loads(fingerprint) if isinstance(fingerprint, str) else dict(fingerprint)
+    kind, model, revision = fp.get("backend"), fp.get("model"), fp.get("revision")
+    if kind not in DEFAULT_MODELS or not model:
+        raise UsageError(f"vectors of backend {kind!r} have no text tower to query")
+    local = isinstance(revision, str) and revision.startswith("sha256:")
+    if local:
+        if not Path(model).is_dir():
+            raise VismerchError(
+                f"the model folder {model} that made these vectors is gone",
+                hint="restore it, or re-ingest with --model pointing at the model to use",
+            )
+        if kind != "openclip" and folder_digest(model) != revision:
+            raise VismerchError(
+                f"the model folder {model} changed since the store's vectors were made",
+                hint="re-ingest the store with the current model (vismerch ingest ... --model PATH)",
+            )
+    pinned = None if local else revision
+    encoder = _query_encoder(kind, model, pinned, device)
+    if encoder.dim != fp.get("dim", encoder.dim):
+        raise VismerchError(f"model {model} gives {encoder.dim}-d vectors, the store has {fp['dim']}-d")
+    return encoder
 
 
 def vit_flops(image: int, patch: int, hidden: int, mlp: int, layers: int, cls: bool = True) -> float:
@@ -591,10 +596,9 @@ def vit_flops(image: int, patch: int, hidden: int, mlp: int, layers: int, cls: b
 __all__ = [
     "NeuralBackend",
     "Preprocess",
-    "auto_batch_size",
     "build_backend",
     "calibration_images",
+    "backend_from_fingerprint",
     "folder_digest",
     "vit_flops",
-    "math",
 ]

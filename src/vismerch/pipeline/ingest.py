@@ -157,14 +157,24 @@ def _failed_task_result(task: Task, error: str) -> TaskResult:
     )
 
 
+def _identity(options: dict[str, Any]) -> str:
+    model = options.get("model")
+    if model and Path(str(model)).is_dir():
+        from vismerch.features.neural import folder_digest
+
+        return folder_digest(model)
+    return ""
+
+
 def backend_specs(backends: list[str] | tuple[str, ...], options: dict[str, dict[str, Any]] | None) -> tuple:
     """The colour backend always runs (tags, quality, duplicates come from it)."""
     names = ["colour"] + [b for b in backends if b != "colour"]
     options = options or {}
-    return tuple(
-        BackendSpec(name, tuple(sorted((k, v) for k, v in options.get(name, {}).items() if v is not None)))
-        for name in names
-    )
+    specs = []
+    for name in names:
+        given = {k: v for k, v in options.get(name, {}).items() if v is not None}
+        specs.append(BackendSpec(name, tuple(sorted(given.items())), identity=_identity(given)))
+    return tuple(specs)
 
 
 def ingest(
@@ -220,7 +230,10 @@ def ingest(
         )
         own_distributor = distributor is None
         if own_distributor:
-            distributor = DISTRIBUTORS.get("local")(workers=min(n_workers, max(1, len(plan.tasks))))
+            # on a GPU: CPU decode workers feed one consumer per device; on CPU: each
+            # worker runs whole tasks
+            kind = "device" if settings.device.startswith("cuda") else "local"
+            distributor = DISTRIBUTORS.get(kind)(workers=min(n_workers, max(1, len(plan.tasks))))
         phases: Counter = Counter()
         reasons: Counter = Counter({"missing-file": len(plan.missing)} if plan.missing else {})
         ingested = 0

@@ -151,10 +151,18 @@ def encode_task(decoded: DecodedTask, spec: IngestSpec, backends: dict[str, Any]
         vectors: list[np.ndarray] = []
         columns: dict[str, list[np.ndarray]] = defaultdict(list)
         t = time.perf_counter()
-        for start in range(0, len(shas), batch_size):
-            chunk = shas[start:start + batch_size]
-            batch = torch.from_numpy(np.stack([decoded.pixels[s] for s in chunk]))
-            out = backend.encode_images(batch)
+        size = int(getattr(backend, "batch_size", None) or batch_size)
+        batches = (
+            np.stack([decoded.pixels[s] for s in shas[start:start + size]])
+            for start in range(0, len(shas), size)
+        )
+        # a backend with encode_stream overlaps the next batch's host-to-device copy
+        # with the current batch's compute; others take one batch at a time
+        if hasattr(backend, "encode_stream"):
+            outputs = backend.encode_stream(batches)
+        else:
+            outputs = (backend.encode_images(torch.from_numpy(b)) for b in batches)
+        for out in outputs:
             vectors.append(np.asarray(out.vectors, dtype=np.float32))
             for key, value in out.columns.items():
                 columns[key].append(np.asarray(value))

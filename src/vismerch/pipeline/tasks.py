@@ -11,11 +11,17 @@ from typing import Any
 class BackendSpec:
     name: str
     options: tuple[tuple[str, Any], ...] = ()
+    # what the options do not say about the model: a local folder's content digest, so
+    # changed weights in the same folder are re-featured
+    identity: str = ""
 
     @property
     def key(self) -> str:
         """What was asked for (name + options): plans which images still need features."""
-        return json.dumps({"backend": self.name, **dict(self.options)}, sort_keys=True, default=str)
+        data = {"backend": self.name, **dict(self.options)}
+        if self.identity:
+            data["identity"] = self.identity
+        return json.dumps(data, sort_keys=True, default=str)
 
     def kwargs(self) -> dict[str, Any]:
         return dict(self.options)

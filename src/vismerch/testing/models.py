@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import string
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -45,9 +46,7 @@ def siglip_tokenizer(max_length: int = 64):
     tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
     tok.pre_tokenizer = pre_tokenizers.Metaspace()
     tok.decoder = decoders.Metaspace()
-    tok.post_processor = processors.TemplateProcessing(
-        single="$A </s>", special_tokens=[("</s>", 1)]
-    )
+    tok.post_processor = processors.TemplateProcessing(single="$A </s>", special_tokens=[("</s>", 1)])
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token="</s>",
@@ -61,31 +60,74 @@ def _write_json(path: Path, data: dict) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def save_tiny_clip(folder: str | Path, seed: int = 0, image_size: int | None = None) -> Path:
-    """Save a random CLIP (real ``CLIPModel`` architecture) with tokenizer and processor."""
+# real CLIP architectures (vision tower as published; text tower of the OpenAI models)
+CLIP_ARCHS: dict[str, dict[str, int]] = {
+    "tiny": dict(TINY, text_hidden=64, text_layers=2, text_heads=4, projection=32),
+    "vit-s-16": dict(
+        hidden=384, intermediate=1536, layers=12, heads=6, image_size=224, patch=16,
+        text_hidden=384, text_layers=6, text_heads=6, projection=384,
+    ),
+    "vit-b-16": dict(
+        hidden=768,
+        intermediate=3072,
+        layers=12,
+        heads=12,
+        image_size=224,
+        patch=16,
+        text_hidden=512,
+        text_layers=12,
+        text_heads=8,
+        projection=512,
+    ),
+    "vit-l-14": dict(
+        hidden=1024,
+        intermediate=4096,
+        layers=24,
+        heads=16,
+        image_size=224,
+        patch=14,
+        text_hidden=768,
+        text_layers=12,
+        text_heads=12,
+        projection=768,
+    ),
+}
+
+
+def save_random_clip(
+    folder: str | Path, arch: str = "tiny", seed: int = 0, image_size: int | None = None
+) -> Path:
+    """Save a random-initialised ``CLIPModel`` of a named architecture (``CLIP_ARCHS``)
+    with its tokenizer and image-processor config, ready for ``from_pretrained``."""
     from transformers import CLIPConfig, CLIPModel
 
+    a = CLIP_ARCHS[arch]
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    size = image_size or TINY["image_size"]
+    size = image_size or a["image_size"]
     tokenizer = clip_tokenizer()
-    common = dict(
-        hidden_size=TINY["hidden"],
-        intermediate_size=TINY["intermediate"],
-        num_hidden_layers=TINY["layers"],
-        num_attention_heads=TINY["heads"],
-    )
+    text_hidden = a["text_hidden"]
     config = CLIPConfig(
         text_config=dict(
-            common,
+            hidden_size=text_hidden,
+            intermediate_size=4 * text_hidden if arch != "tiny" else a["intermediate"],
+            num_hidden_layers=a["text_layers"],
+            num_attention_heads=a["text_heads"],
             vocab_size=len(tokenizer),
             max_position_embeddings=77,
             bos_token_id=0,
             eos_token_id=1,
             pad_token_id=1,
         ),
-        vision_config=dict(common, image_size=size, patch_size=TINY["patch"]),
-        projection_dim=32,
+        vision_config=dict(
+            hidden_size=a["hidden"],
+            intermediate_size=a["intermediate"],
+            num_hidden_layers=a["layers"],
+            num_attention_heads=a["heads"],
+            image_size=size,
+            patch_size=a["patch"],
+        ),
+        projection_dim=a["projection"],
     )
     torch.manual_seed(seed)
     CLIPModel(config).eval().save_pretrained(folder)
@@ -108,6 +150,11 @@ def save_tiny_clip(folder: str | Path, seed: int = 0, image_size: int | None = N
         },
     )
     return folder
+
+
+def save_tiny_clip(folder: str | Path, seed: int = 0, image_size: int | None = None) -> Path:
+    """Save a tiny random CLIP (real ``CLIPModel`` architecture) with tokenizer and processor."""
+    return save_random_clip(folder, "tiny", seed=seed, image_size=image_size)
 
 
 def save_tiny_siglip(folder: str | Path, seed: int = 0, image_size: int | None = None) -> Path:
@@ -162,3 +209,56 @@ def save_tiny_model(kind: str, folder: str | Path, seed: int = 0) -> Path:
     if kind not in savers:
         raise ValueError(f"no tiny model for {kind!r}; choose clip or siglip")
     return savers[kind](folder, seed=seed)
+
+
+def store_with_vectors(
+    store_path: str | Path,
+    backend: Any,
+    products: list[dict[str, Any]],
+    images: Any,
+) -> Any:
+    """A store whose ``products`` (dicts with ``id`` and optional title, description,
+    category, attributes) have ``backend``'s vectors for ``images`` (uint8 (N, H, W, 3)),
+    written as one committed shard (with the backend's extra columns), as ingest would.
+    Call it again with another backend to add its features. For tests of search and
+    tagging that need vectors without running the whole pipeline."""
+    import hashlib
+
+    from vismerch.catalog.shards import write_shard
+    from vismerch.catalog.store import Store
+    from vismerch.features.base import fingerprint_key
+
+    store = Store.open(store_path, create=True)
+    shas = [hashlib.sha256(f"image-{p['id']}".encode()).hexdigest() for p in products]
+    out = backend.encode_images(images)
+    path = write_shard(store.path, backend.name, "part-test-00000", shas, out.vectors, out.columns)
+    fingerprint = fingerprint_key(backend.fingerprint)
+    with store.transaction() as con:
+        for p, sha in zip(products, shas, strict=True):
+            con.execute(
+                "INSERT OR IGNORE INTO images (sha256, width, height, bytes, format) VALUES (?,?,?,?,?)",
+                (sha, int(images.shape[2]), int(images.shape[1]), 1, "PNG"),
+            )
+            con.execute(
+                "INSERT OR IGNORE INTO products (id, image_path, sha256, status, title, description, "
+                "category, attributes) VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    p["id"],
+                    f"/nonexistent/{p['id']}.png",
+                    sha,
+                    "ok",
+                    p.get("title"),
+                    p.get("description"),
+                    p.get("category"),
+                    json.dumps(p.get("attributes", {})),
+                ),
+            )
+        shard_id = con.execute(
+            "INSERT INTO shards (backend, fingerprint, spec_key, path, n, run_id) VALUES (?,?,?,?,?,NULL)",
+            (backend.name, fingerprint, json.dumps({"backend": backend.name}), path, len(shas)),
+        ).lastrowid
+        con.executemany(
+            "INSERT INTO features (backend, fingerprint, sha256, shard_id, row) VALUES (?,?,?,?,?)",
+            [(backend.name, fingerprint, sha, shard_id, i) for i, sha in enumerate(shas)],
+        )
+    return store

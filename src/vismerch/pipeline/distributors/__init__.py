@@ -31,5 +31,12 @@ def _ray(workers: int = 1, **options):
     return RayDistributor(workers=workers, **options)
 
 
+def _device(workers: int = 1, devices: list[str] | None = None, **_):
+    from vismerch.pipeline.distributors.gpu import DeviceDistributor
+
+    return DeviceDistributor(workers=workers, devices=devices)
+
+
 DISTRIBUTORS.register("local", _local)
+DISTRIBUTORS.register("device", _device)
 DISTRIBUTORS.register("ray", _ray)

@@ -1,0 +1,352 @@
+"""GPU check for the neural path, one script, under 5 minutes on one H200.
+
+1. agreement: the same random CLIP (saved, then loaded through vismerch's real loader)
+   gives the same embeddings on the GPU as on the CPU: cosine >= 0.999 at fp32, >= 0.995
+   at every low precision the guard accepts;
+2. matmul: measured bf16 matrix-product peak (8192^3, mean of 10 after warm-up);
+3. models: images/s, achieved TFLOP/s and model FLOP utilisation (vs the measured bf16
+   peak) of ViT-B/16 and ViT-L/14 image towers at 224 px (random weights, real
+   architecture from transformers configs built in code), at bf16 and FP8;
+4. jpeg_decode: batched nvJPEG decode (torchvision.io.decode_jpeg on CUDA) images/s;
+5. scan: brute-force similarity scan (fp16 vectors @ queries) achieved GB/s.
+
+Writes one JSON file for the planner's calibration:
+    {"device", "gpu", "date", "results": [{"model", "precision", "batch", "images_per_s",
+     "mfu", "tflops"}, {"kernel": "matmul", ...}, {"kernel": "scan", ...},
+     {"kernel": "jpeg_decode", ...}], "agreement": [...], "skipped": [...]}
+
+    python benchmarks/gpu.py --device cuda --out gpu.json            # on the GPU machine
+    python benchmarks/gpu.py --device cpu --tiny --out /tmp/gpu.json  # CI dry-run, seconds
+
+FP8 needs torchao (or Transformer Engine); without it the FP8 rows record why they were
+skipped and the guard's step-down, instead of failing the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+HERE = Path(__file__).resolve().parent
+try:
+    import vismerch  # noqa: F401
+except ImportError:  # run from a checkout without installing (the GPU machine)
+    sys.path.insert(0, str(HERE.parent / "src"))
+
+GPU_SIZES = {"matmul": 8192, "scan_rows": 4_000_000, "scan_dim": 768, "jpegs": 512, "batch": 256}
+TINY_SIZES = {"matmul": 384, "scan_rows": 20_000, "scan_dim": 64, "jpegs": 16, "batch": 8}
+
+
+class Clock:
+    """Wall time of a callable, synchronised on CUDA; mean of ``iters`` after ``warmup``."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def mean(self, fn, warmup: int = 3, iters: int = 10, max_s: float = 20.0) -> float:
+        for _ in range(warmup):
+            fn()
+        self.sync()
+        times = []
+        start = time.perf_counter()
+        for _ in range(iters):
+            t = time.perf_counter()
+            fn()
+            self.sync()
+            times.append(time.perf_counter() - t)
+            if time.perf_counter() - start > max_s:
+                break
+        return float(np.mean(times))
+
+
+def matmul_peak(device: torch.device, n: int, clock: Clock) -> dict[str, Any]:
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    seconds = clock.mean(lambda: a @ b)
+    return {
+        "kernel": "matmul",
+        "precision": "bf16" if dtype == torch.bfloat16 else "fp32",
+        "n": n,
+        "tflops": round(2 * n**3 / seconds / 1e12, 3),
+    }
+
+
+def scan_bandwidth(device: torch.device, rows: int, dim: int, clock: Clock) -> dict[str, Any]:
+    dtype = torch.float16 if device.type == "cuda" else torch.float32
+    db = torch.randn(rows, dim, device=device, dtype=dtype)
+    db = torch.nn.functional.normalize(db, dim=1)
+    queries = torch.nn.functional.normalize(torch.randn(16, dim, device=device, dtype=dtype), dim=1)
+
+    def scan():
+        return torch.topk(db @ queries.T, k=10, dim=0)
+
+    seconds = clock.mean(scan)
+    nbytes = db.numel() * db.element_size()
+    return {
+        "kernel": "scan",
+        "rows": rows,
+        "dim": dim,
+        "dtype": str(dtype).replace("torch.", ""),
+        "queries": 16,
+        "gb_per_s": round(nbytes / seconds / 1e9, 2),
+    }
+
+
+def make_jpegs(n: int, size: int = 512) -> list[bytes]:
+    from PIL import Image
+
+    from vismerch.features.neural import calibration_images
+
+    out = []
+    for img in calibration_images(min(n, 32), size, seed=11):
+        buf = io.BytesIO()
+        Image.fromarray(img.numpy()).save(buf, "JPEG", quality=90)
+        out.append(buf.getvalue())
+    return [out[i % len(out)] for i in range(n)]
+
+
+def jpeg_decode(device: torch.device, n: int, clock: Clock) -> dict[str, Any]:
+    from vismerch.imaging.gpu_decode import gpu_jpeg_decoder
+
+    datas = make_jpegs(n)
+    decoder = gpu_jpeg_decoder(device)
+    if decoder is not None:
+        seconds = clock.mean(lambda: decoder(datas), warmup=2, iters=5)
+        backend = "nvjpeg"
+    else:
+        from vismerch.imaging.decode import decode_image
+
+        def cpu():
+            for d in datas:
+                decode_image(d, working_size=256, thumb_size=None)
+
+        seconds = clock.mean(cpu, warmup=1, iters=3)
+        backend = "pil-1-thread"
+    return {
+        "kernel": "jpeg_decode",
+        "backend": backend,
+        "size": "512x512",
+        "images_per_s": round(n / seconds, 1),
+    }
+
+
+def save_model(arch: str, root: Path) -> Path:
+    from vismerch.testing.models import save_random_clip
+
+    return save_random_clip(root / arch, arch, seed=0)
+
+
+def agreement(folder: Path, device: torch.device, precisions: list[str], n: int) -> list[dict[str, Any]]:
+    """CPU fp32 reference vs the device at fp32 and each low precision."""
+    from vismerch.features.neural import build_backend, calibration_images
+
+    size = 224 if "tiny" not in folder.name else 32
+    images = calibration_images(n, size, seed=5)
+    reference = build_backend("clip", model=str(folder), device="cpu", precision="fp32").encode_images(images)
+    out = []
+    for precision in ["fp32", *precisions]:
+        backend = build_backend("clip", model=str(folder), device=str(device), precision=precision)
+        vectors = backend.encode_images(images).vectors
+        cosine = float(np.mean(np.sum(vectors * reference.vectors, axis=1)))
+        need = 0.999 if backend.precision == "fp32" else 0.995
+        out.append(
+            {
+                "model": folder.name,
+                "requested": precision,
+                "precision": backend.precision,
+                "guard": backend.precision_report,
+                "cosine_vs_cpu_fp32": round(cosine, 6),
+                "threshold": need,
+                "passed": cosine >= need,
+            }
+        )
+    return out
+
+
+def model_throughput(
+    folder: Path,
+    arch: str,
+    device: torch.device,
+    precision: str,
+    batch: int,
+    peak: float | None,
+    clock: Clock,
+    compile: bool,
+) -> dict[str, Any]:
+    from vismerch.accel.precision import running
+    from vismerch.features.neural import build_backend, vit_flops
+    from vismerch.testing.models import CLIP_ARCHS
+
+    backend = build_backend(
+        "clip", model=str(folder), device=str(device), precision=precision, compile=compile
+    )
+    a = CLIP_ARCHS[arch]
+    flops = vit_flops(a["image_size"], a["patch"], a["hidden"], a["intermediate"], a["layers"])
+    row: dict[str, Any] = {
+        "model": arch,
+        "requested": precision,
+        "precision": backend.precision,
+        "batch": batch,
+        "guard": backend.precision_report,
+        "gflops_per_image": round(flops / 1e9, 3),
+    }
+    h, w = backend.preprocess.output_size
+    pixels = torch.randn(batch, 3, h, w, device=device).to(backend.prepared.input_dtype)
+    uint8 = torch.randint(0, 256, (batch, 256, 256, 3), dtype=torch.uint8, device=device)
+
+    def forward():
+        with running(backend.prepared):
+            return backend._image_forward(pixels)
+
+    seconds = clock.mean(forward, warmup=3, iters=10)
+    ips = batch / seconds
+    row["images_per_s"] = round(ips, 1)
+    row["tflops"] = round(flops * ips / 1e12, 3)
+    row["mfu"] = round(flops * ips / (peak * 1e12), 4) if peak else None
+    # end to end on the device: uint8 256 px -> resize/crop/normalise -> forward -> L2 norm
+    row["images_per_s_with_preprocess"] = round(batch / clock.mean(lambda: backend._encode(uint8), 2, 5), 1)
+    return row
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from vismerch.accel.device import device_info
+
+    started = time.perf_counter()
+    device = torch.device(args.device)
+    info = device_info(device)
+    sizes = TINY_SIZES if args.tiny else GPU_SIZES
+    archs = ["tiny"] if args.tiny else args.models.split(",")
+    precisions = args.precisions.split(",")
+    if device.type == "cpu" and not args.tiny:
+        print("warning: full-size models on CPU take long; use --tiny for a dry-run", file=sys.stderr)
+    clock = Clock(device)
+    results: list[dict[str, Any]] = []
+    skipped: list[dict[str, str]] = []
+    report: dict[str, Any] = {
+        "device": info.name,
+        "gpu": info.gpu,
+        "date": date.today().isoformat(),
+        "torch": torch.__version__,
+        "capability": info.sm,
+        "results": results,
+        "agreement": [],
+        "skipped": skipped,
+    }
+
+    def over_budget(what: str) -> bool:
+        if time.perf_counter() - started > args.budget_s:
+            skipped.append({"what": what, "why": f"over the {args.budget_s:.0f}s budget"})
+            return True
+        return False
+
+    def step(what: str, fn):
+        if over_budget(what):
+            return None
+        t = time.perf_counter()
+        try:
+            out = fn()
+        except Exception as exc:  # one failing section must not lose the others
+            skipped.append({"what": what, "why": f"{type(exc).__name__}: {exc}"})
+            print(f"[{what}] failed: {exc}", file=sys.stderr)
+            return None
+        shown = json.dumps(out, default=str)[:300]
+        print(f"[{what}] {time.perf_counter() - t:.1f}s: {shown}", file=sys.stderr)
+        return out
+
+    matmul = step("matmul", lambda: matmul_peak(device, sizes["matmul"], clock))
+    if matmul:
+        results.append(matmul)
+    peak = matmul["tflops"] if matmul else None
+    with tempfile.TemporaryDirectory(prefix="vismerch-gpu-bench-") as tmp:
+        folders = {}
+        for arch in archs:
+            folders[arch] = step(f"save {arch}", lambda a=arch: save_model(a, Path(tmp)))
+        first = folders.get(archs[0])
+        if first is not None:
+            agree = step(
+                "agreement", lambda: agreement(first, device, precisions, 16 if not args.tiny else 4)
+            )
+            report["agreement"] = agree or []
+        for arch in archs:
+            if folders.get(arch) is None:
+                continue
+            for precision in precisions:
+                row = step(
+                    f"{arch} {precision}",
+                    lambda a=arch, p=precision: model_throughput(
+                        folders[a], a, device, p, args.batch or sizes["batch"], peak, clock, args.compile
+                    ),
+                )
+                if row is None:
+                    continue
+                if row["precision"] != precision:  # keep the planner's rows one per precision
+                    skipped.append({"what": f"{arch} {precision}", "why": row["guard"], "row": row})
+                    continue
+                results.append(row)
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+    decode = step("jpeg_decode", lambda: jpeg_decode(device, sizes["jpegs"], clock))
+    if decode:
+        results.append(decode)
+    scan = step("scan", lambda: scan_bandwidth(device, sizes["scan_rows"], sizes["scan_dim"], clock))
+    if scan:
+        results.append(scan)
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    report["checks"] = checks(report)
+    return report
+
+
+def checks(report: dict[str, Any]) -> dict[str, Any]:
+    """The issue's acceptance figures, computed from the results (None when not measured)."""
+    rows = {(r.get("model"), r.get("precision")): r for r in report["results"] if "model" in r}
+    b16 = rows.get(("vit-b-16", "bf16"))
+    f8 = rows.get(("vit-b-16", "fp8"))
+    return {
+        "agreement_passed": all(a["passed"] for a in report["agreement"]) if report["agreement"] else None,
+        "vit_b16_bf16_mfu": b16["mfu"] if b16 else None,
+        "vit_b16_bf16_mfu_ge_0_5": (b16["mfu"] >= 0.5) if b16 and b16["mfu"] else None,
+        "fp8_speedup_over_bf16": round(f8["images_per_s"] / b16["images_per_s"], 3) if b16 and f8 else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--tiny", action="store_true", help="tiny models and sizes: a CPU dry-run in seconds")
+    parser.add_argument("--models", default="vit-b-16,vit-l-14")
+    parser.add_argument("--precisions", default="bf16,fp8")
+    parser.add_argument(
+        "--batch", type=int, default=None, help="images per forward (default 256 GPU, 8 tiny)"
+    )
+    parser.add_argument("--compile", action="store_true", help="torch.compile the image tower")
+    parser.add_argument("--budget-s", type=float, default=270.0, help="skip remaining sections after this")
+    parser.add_argument("--out", default=str(HERE / "results" / "gpu.json"))
+    args = parser.parse_args(argv)
+    if args.tiny and args.device == "cpu":
+        torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    report = run(args)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report["checks"], indent=2))
+    print(f"wrote {out} in {report['seconds']}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

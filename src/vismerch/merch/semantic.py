@@ -1,0 +1,274 @@
+"""Semantic search: "red floral summer dress" -> products.
+
+Up to three rankings are fused by reciprocal rank fusion:
+- text -> image: the query through the CLIP/SigLIP text tower against the stored image
+  vectors (the encoder is rebuilt from the vectors' fingerprint, so they always match);
+- text -> text: the query through the offline sentence encoder against the products'
+  title + description embeddings;
+- colour (optional): products ranked by the share of their foreground near the colour; it
+  is also a constraint: only products with at least ``search_colour_min_share`` (10 %) of
+  their foreground near the colour are returned.
+
+Title/description embeddings are cached in the store as the ``text`` backend: one row
+per distinct text, keyed by ``text_key`` (SHA-256 of the normalised text) in the usual
+``shards``/``features`` tables and ``features/text/*.parquet`` shards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from vismerch.errors import UsageError
+
+log = logging.getLogger("vismerch.semantic")
+
+NEURAL_BACKENDS = ("siglip", "clip", "openclip")
+TEXT_BACKEND = "text"
+QUERY_TEMPLATES = ("{}", "a photo of {}.", "a product photo of {}.")
+
+
+# --------------------------------------------------------------------------- neural vectors
+
+
+def neural_backend_name(store: Any, prefer: str | None = None) -> str | None:
+    """The neural image backend the store has vectors for (siglip > clip > openclip)."""
+    have = {row[0] for row in store.db.execute("SELECT DISTINCT backend FROM shards").fetchall()}
+    if prefer:
+        if prefer not in have:
+            raise UsageError(
+                f"the store has no {prefer!r} features", hint=f"it has: {', '.join(sorted(have))}"
+            )
+        return prefer
+    return next((name for name in NEURAL_BACKENDS if name in have), None)
+
+
+def load_neural(store: Any, backend: str | None = None, device: str = "cpu"):
+    """(Features, encoder) of the store's neural image vectors; UsageError if it has none."""
+    from vismerch.features.neural import backend_from_fingerprint
+
+    name = neural_backend_name(store, backend)
+    if name is None:
+        raise UsageError(
+            f"{store.path} has no neural image features",
+            hint="ingest with one: vismerch ingest DIR --store S --backend clip [--model PATH]",
+        )
+    features = store.load_features(name)
+    if not len(features):
+        raise UsageError(f"{store.path} has no {name} features for its products")
+    return features, backend_from_fingerprint(features.fingerprint, device=device)
+
+
+def query_vector(encoder: Any, query: str) -> np.ndarray:
+    """Query embedding through the image model's text tower (a small prompt ensemble)."""
+    vectors = encoder.encode_texts([t.format(query) for t in QUERY_TEMPLATES])
+    v = vectors.mean(axis=0)
+    return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
+
+
+# --------------------------------------------------------------------------- text vectors
+
+
+def product_text(title: str | None, description: str | None) -> str:
+    """The text embedded for a product: title, then description."""
+    parts = [" ".join(str(p).split()) for p in (title, description) if p and str(p).strip()]
+    return ". ".join(parts)
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _read_vectors(store: Any, rows: list[Any]) -> dict[str, np.ndarray]:
+    import pyarrow.parquet as pq
+
+    out: dict[str, np.ndarray] = {}
+    by_path: dict[str, list[Any]] = {}
+    for row in rows:
+        by_path.setdefault(row["path"], []).append(row)
+    for path, items in by_path.items():
+        column = pq.read_table(store.path / path, columns=["vector"]).column("vector").combine_chunks()
+        dim = column.type.list_size
+        flat = column.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+        for row in items:
+            out[row["sha256"]] = flat[row["row"]].astype(np.float32)
+    return out
+
+
+def text_features(store: Any, encoder: Any | None = None, write: bool = True) -> tuple[list[str], np.ndarray]:
+    """(product ids, L2-normalised title+description vectors) for ok products with text.
+
+    Embeddings already cached in the store are reused; missing ones are computed with the
+    offline text encoder and, when ``write``, appended as a ``text`` shard.
+    """
+    from vismerch.features.base import fingerprint_key
+
+    texts = {p.id: product_text(p.title, p.description) for p in store.products()}
+    texts = {pid: t for pid, t in texts.items() if t}
+    if not texts:
+        return [], np.zeros((0, 0), np.float32)
+    if encoder is None:
+        from vismerch.features.text import TextBackend
+
+        encoder = TextBackend()
+    fingerprint = fingerprint_key(encoder.fingerprint)
+    keys = {pid: text_key(t) for pid, t in texts.items()}
+    rows = store.db.execute(
+        "SELECT f.sha256, f.row, s.path FROM features f JOIN shards s ON s.id = f.shard_id "
+        "WHERE f.backend = ? AND f.fingerprint = ?",
+        (TEXT_BACKEND, fingerprint),
+    ).fetchall()
+    wanted = set(keys.values())
+    cached = _read_vectors(store, [r for r in rows if r["sha256"] in wanted])
+    missing = sorted(wanted - set(cached))
+    if missing:
+        by_key = {keys[pid]: texts[pid] for pid in keys}
+        vectors = encoder.encode_texts([by_key[k] for k in missing])
+        cached.update(zip(missing, vectors, strict=True))
+        if write:
+            _write_text_shard(store, missing, vectors, fingerprint)
+    ids = sorted(keys)
+    matrix = np.stack([cached[keys[pid]] for pid in ids]).astype(np.float32)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)  # float16 round trip
+    return ids, matrix
+
+
+def _write_text_shard(store: Any, keys: list[str], vectors: np.ndarray, fingerprint: str) -> None:
+    from vismerch.catalog.shards import write_shard
+
+    try:
+        path = write_shard(store.path, TEXT_BACKEND, f"part-text-{uuid.uuid4().hex[:12]}", keys, vectors, {})
+        with store.transaction() as con:
+            shard_id = con.execute(
+                "INSERT INTO shards (backend, fingerprint, spec_key, path, n, run_id) "
+                "VALUES (?,?,?,?,?,NULL)",
+                (TEXT_BACKEND, fingerprint, json.dumps({"backend": TEXT_BACKEND}), path, len(keys)),
+            ).lastrowid
+            con.executemany(
+                "INSERT OR REPLACE INTO features (backend, fingerprint, sha256, shard_id, row) "
+                "VALUES (?,?,?,?,?)",
+                [(TEXT_BACKEND, fingerprint, key, shard_id, row) for row, key in enumerate(keys)],
+            )
+    except Exception as exc:  # a read-only store still answers, just without the cache
+        log.warning("could not cache text embeddings in %s: %s", store.path, exc)
+
+
+def refresh_text_features(store: Any, settings: Any = None) -> int:
+    """Embed titles/descriptions not yet cached (call after ingest); returns how many rows."""
+    ids, _ = text_features(store)
+    return len(ids)
+
+
+# --------------------------------------------------------------------------- ranking
+
+
+def _rank(
+    ids: Sequence[str], scores: np.ndarray, allowed: set[str] | None, depth: int
+) -> list[tuple[str, float]]:
+    order = np.argsort(-scores, kind="stable")
+    out = []
+    for j in order:
+        if allowed is None or ids[j] in allowed:
+            out.append((ids[j], float(scores[j])))
+            if len(out) >= depth:
+                break
+    return out
+
+
+def colour_ranking(
+    store: Any, colour: str, allowed: set[str] | None, min_share: float = 0.1
+) -> list[tuple[str, float]]:
+    """Products whose foreground is at least ``min_share`` near ``colour``, best first
+    (scores from ``merch.search.colour_scores``: the share of the foreground near it)."""
+    from vismerch.features.colour import parse_colour
+    from vismerch.merch.search import search_by_colour
+
+    lab = parse_colour(colour)
+    features = store.load_features("colour")
+    if not len(features):
+        raise UsageError(f"{store.path} has no colour features to constrain by colour")
+    mask = None if allowed is None else np.array([pid in allowed for pid in features.ids])
+    return search_by_colour(
+        features.ids,
+        features.columns["palette_lab"],
+        features.columns["palette_weight"],
+        lab,
+        len(features.ids),
+        allowed_mask=mask,
+        min_score=min_share,
+    )
+
+
+def semantic_search(
+    store: Any,
+    query: str,
+    *,
+    colour: str | None = None,
+    category: str | None = None,
+    k: int = 12,
+    settings: Any = None,
+    device: str = "cpu",
+    backend: str | None = None,
+    weights: dict[str, float] | None = None,
+) -> list[tuple[str, float]]:
+    """Hybrid search; returns ``[(product id, fused score)]``, best first.
+
+    ``weights`` per ranking (``image``, ``text``, ``colour``) default to 1. Raises
+    UsageError when the store can answer a text query neither by image nor by title.
+    """
+    if not query or not query.strip():
+        raise UsageError("the search query is empty")
+    weights = {"image": 1.0, "text": 1.0, "colour": 1.0, **(weights or {})}
+    rrf_k = int(_get(settings, "search_rrf_k", 60))
+    depth = max(int(_get(settings, "search_depth", 200)), k)
+    products = store.products()
+    allowed: set[str] | None = None
+    if category is not None:
+        allowed = {p.id for p in products if (p.category or "").lower() == category.lower()}
+    rankings: list[list[tuple[str, float]]] = []
+    used: list[float] = []
+    if colour:
+        min_share = float(_get(settings, "search_colour_min_share", 0.1))
+        ranked = colour_ranking(store, colour, allowed, min_share)
+        allowed = {pid for pid, _ in ranked}  # the colour is a constraint, not only a ranking
+        rankings.append(ranked[:depth])
+        used.append(weights["colour"])
+    sources = 0
+    name = neural_backend_name(store, backend)
+    if name is not None:
+        features, encoder = load_neural(store, name, device=device)
+        sims = features.vectors @ query_vector(encoder, query)
+        rankings.append(_rank(features.ids, sims, allowed, depth))
+        used.append(weights["image"])
+        sources += 1
+    ids, vectors = text_features(store)
+    if ids:
+        from vismerch.features.text import TextBackend
+
+        q = TextBackend().encode_texts([query])[0]
+        rankings.append(_rank(ids, vectors @ q, allowed, depth))
+        used.append(weights["text"])
+        sources += 1
+    if sources == 0:
+        raise UsageError(
+            f"{store.path} has neither neural image features nor product titles to search by text",
+            hint="ingest with --backend clip (or siglip), or give the catalog titles; "
+            "or search by colour alone: vismerch search STORE --colour red",
+        )
+    from vismerch.merch.search import reciprocal_rank_fusion
+
+    fused = reciprocal_rank_fusion(rankings, k=rrf_k, weights=used)
+    if allowed is not None:
+        fused = [(pid, s) for pid, s in fused if pid in allowed]
+    return [(pid, float(score)) for pid, score in fused[:k]]
+
+
+def _get(settings: Any, name: str, default: Any) -> Any:
+    value = getattr(settings, name, None) if settings is not None else None
+    return default if value is None else value

@@ -1,0 +1,102 @@
+"""Device distributor: CPU decode workers feed one consumer thread per GPU.
+
+Decode (read, hash, safe decode, thumbnails) runs in a spawn process pool, so the GPU
+never waits on Pillow; each device has one consumer thread that owns its own backends
+(data-parallel inference: every GPU holds a full model replica) and runs
+``encode_task``, whose ``encode_stream`` overlaps the next batch's pinned host-to-device
+copy with the current batch's compute. The same code runs with ``devices=["cpu"]``,
+which is how CI covers it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import queue
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+
+from vismerch.pipeline.runner import DecodedTask, decode_task, encode_task
+from vismerch.pipeline.tasks import IngestSpec, Task, TaskResult
+from vismerch.pipeline.worker import backends_for, init_worker
+
+_STOP = object()
+
+
+def devices_for(device: str) -> list[str]:
+    """``cuda`` means every visible GPU; ``cuda:N`` (or ``cpu``) just that one."""
+    if device == "cuda":
+        from vismerch.accel.device import cuda_devices
+
+        found = [str(d) for d in cuda_devices()]
+        return found or ["cuda:0"]
+    return [device]
+
+
+def _decode(task: Task, spec: IngestSpec) -> DecodedTask | TaskResult:
+    try:
+        return decode_task(task, spec)
+    except Exception as exc:  # the driver retries or records it
+        return TaskResult(index=task.index, error=f"{type(exc).__name__}: {exc}")
+
+
+class DeviceDistributor:
+    def __init__(self, workers: int = 1, devices: list[str] | None = None):
+        self.workers = max(1, int(workers))
+        self.devices = devices
+
+    def run(self, tasks: Iterable[Task], spec: IngestSpec) -> Iterator[TaskResult]:
+        tasks = list(tasks)
+        if not tasks:
+            return
+        devices = self.devices or devices_for(spec.device)
+        work: queue.Queue = queue.Queue(maxsize=2 * len(devices))
+        results: queue.Queue = queue.Queue()
+
+        def consume(device: str) -> None:
+            local = dataclasses.replace(spec, device=device)
+            while (item := work.get()) is not _STOP:
+                if isinstance(item, TaskResult):  # decode failed: pass it on
+                    results.put(item)
+                    continue
+                try:
+                    if item.needs:
+                        results.put(encode_task(item, local, backends_for(local)))
+                    else:
+                        results.put(item.result)
+                except Exception as exc:
+                    results.put(TaskResult(index=item.result.index, error=f"{type(exc).__name__}: {exc}"))
+
+        def feed(pool: ProcessPoolExecutor) -> None:
+            try:
+                for decoded in pool.map(_decode, tasks, [spec] * len(tasks)):
+                    work.put(decoded)
+            except Exception as exc:  # a dead decode worker fails the tasks not yet fed
+                for task in tasks:
+                    results.put(TaskResult(index=task.index, error=f"decode pool failed: {exc}"))
+            finally:
+                for _ in devices:
+                    work.put(_STOP)
+
+        consumers = [threading.Thread(target=consume, args=(d,), daemon=True) for d in devices]
+        for thread in consumers:
+            thread.start()
+        with ProcessPoolExecutor(
+            self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=init_worker
+        ) as pool:
+            feeder = threading.Thread(target=feed, args=(pool,), daemon=True)
+            feeder.start()
+            seen: set[int] = set()
+            while len(seen) < len(tasks):
+                result = results.get()
+                if result.index in seen:  # duplicate failure report after a pool crash
+                    continue
+                seen.add(result.index)
+                yield result
+            feeder.join()
+        for thread in consumers:
+            thread.join()
+
+    def close(self) -> None:
+        return None

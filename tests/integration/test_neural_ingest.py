@@ -1,0 +1,165 @@
+"""End to end on CPU with tiny local models: ingest --backend clip/siglip -> search -> tags
+-> similar, through the CLI, with no network."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from vismerch.catalog.sample import generate_catalog
+from vismerch.cli import app
+from vismerch.testing.models import save_tiny_clip, save_tiny_siglip
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory):
+    return generate_catalog(tmp_path_factory.mktemp("neural-cat"), n=24, seed=7, duplicates=False)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    base = tmp_path_factory.mktemp("neural-models")
+    return {"clip": save_tiny_clip(base / "clip"), "siglip": save_tiny_siglip(base / "siglip")}
+
+
+def _run(args: list[str]):
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def store(catalog, models, tmp_path_factory):
+    path = tmp_path_factory.mktemp("neural-store")
+    summary = _run(
+        [
+            "ingest",
+            str(catalog.manifest_path),
+            "--store",
+            str(path),
+            "--backend",
+            "clip",
+            "--model",
+            str(models["clip"]),
+            "--workers",
+            "1",
+            "--json",
+        ]
+    )
+    assert summary["ingested"] == summary["total"] - summary["failed"] > 0
+    assert any(k.startswith("encode:clip") for k in summary["phases"])
+    return path
+
+
+def test_neural_shards_carry_the_fingerprint(store, models):
+    from vismerch.catalog.store import Store
+
+    s = Store.open(store)
+    fingerprints = s.fingerprints("clip")
+    assert len(fingerprints) == 1
+    fp = json.loads(fingerprints[0])
+    assert fp["model"] == str(models["clip"].resolve()) and fp["precision"] == "fp32"
+    assert fp["revision"].startswith("sha256:") and "crop=32x32" in fp["preprocess"]
+    features = s.load_features("clip")
+    assert len(features) == len(s.products()) and features.vectors.shape[1] == fp["dim"]
+
+
+def test_search_by_text(store):
+    hits = _run(["search", str(store), "red dress", "--json"])
+    assert 0 < len(hits) <= 12
+    assert all(set(h) == {"id", "score"} for h in hits)
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    few = _run(["search", str(store), "red floral summer dress", "-k", "3", "--json"])
+    assert len(few) == 3
+
+
+def test_search_with_colour_and_category(store, catalog):
+    from vismerch.catalog.store import Store
+
+    s = Store.open(store)
+    category = next(p.category for p in s.products() if p.category)
+    hits = _run(["search", str(store), "summer outfit", "--category", category, "--json"])
+    cats = {p.id: p.category for p in s.products()}
+    assert hits and all(cats[h["id"]].lower() == category.lower() for h in hits)
+    dominant = next(c[0]["name"] for c in s.colours().values() if c and c[0]["name"] != "multicolour")
+    coloured = _run(["search", str(store), "dress", "--colour", dominant, "--json"])
+    from vismerch.features.colour import parse_colour
+    from vismerch.merch.search import colour_scores
+
+    features = s.load_features("colour")
+    share = dict(
+        zip(
+            features.ids,
+            colour_scores(
+                features.columns["palette_lab"], features.columns["palette_weight"], parse_colour(dominant)
+            ),
+            strict=True,
+        )
+    )
+    assert coloured and all(share[h["id"]] >= 0.1 for h in coloured)
+    assert len(coloured) == min(12, sum(v >= 0.1 for v in share.values()))
+
+
+def test_tags_by_attribute(store):
+    tags = _run(["tags", str(store), "--attribute", "pattern", "--json"])
+    assert tags and all(t["attribute"] == "pattern" for t in tags)
+    for t in tags:
+        for tag in t["tags"]:
+            assert set(tag) >= {"name", "score"} and 0.0 <= tag["score"] <= 1.0
+
+
+def test_similar_uses_the_neural_vectors(store):
+    from vismerch import api
+    from vismerch.catalog.store import Store
+
+    s = Store.open(store)
+    assert api.vector_backend(s) == "clip"
+    pid = s.products()[0].id
+    hits = _run(["similar", str(store), pid, "-k", "4", "--json"])
+    assert len(hits) == 4 and pid not in {h["id"] for h in hits}
+
+
+def test_rerun_is_incremental_and_siglip_adds_its_own_vectors(store, catalog, models):
+    again = _run(
+        [
+            "ingest",
+            str(catalog.manifest_path),
+            "--store",
+            str(store),
+            "--backend",
+            "clip",
+            "--model",
+            str(models["clip"]),
+            "--workers",
+            "1",
+            "--json",
+        ]
+    )
+    assert again["ingested"] == 0 and again["skipped"] > 0
+    summary = _run(
+        [
+            "ingest",
+            str(catalog.manifest_path),
+            "--store",
+            str(store),
+            "--backend",
+            "siglip",
+            "--model",
+            str(models["siglip"]),
+            "--precision",
+            "bf16",
+            "--workers",
+            "1",
+            "--json",
+        ]
+    )
+    assert any(k.startswith("encode:siglip") for k in summary["phases"])
+    from vismerch.catalog.store import Store
+
+    fp = json.loads(Store.open(store).fingerprints("siglip")[0])
+    assert fp["precision"] == "bf16"
+    assert _run(["search", str(store), "black boots", "-k", "2", "--json"])
