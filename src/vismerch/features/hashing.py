@@ -24,6 +24,12 @@ HASH_SIZE = 8
 HASH_INPUT = 32  # hash_size * highfreq_factor
 LUMA = (0.299, 0.587, 0.114)  # PIL convert("L") weights
 
+def _cell_mean(x: torch.Tensor, kh: int, kw: int) -> torch.Tensor:
+    """(B, H, W) -> (B, H//kh, W//kw) cell means (H, W multiples of kh, kw)."""
+    b, h, w = x.shape
+    return x.reshape(b, h // kh, kh, w // kw, kw).mean(dim=(2, 4))
+
+
 _bases: dict[tuple[str, torch.dtype], torch.Tensor] = {}
 
 
@@ -41,14 +47,14 @@ def _dct_basis(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
 def luma(images: torch.Tensor) -> torch.Tensor:
     """uint8/float (B, H, W, 3) RGB -> float32 (B, H, W) luma in [0, 255]."""
     x = images.to(torch.float32)
-    return x[..., 0] * LUMA[0] + x[..., 1] * LUMA[1] + x[..., 2] * LUMA[2]
+    return x @ torch.tensor(LUMA, dtype=torch.float32, device=x.device)
 
 
 def phash_bits(grey: torch.Tensor) -> torch.Tensor:
     """Greyscale (B, H, W) float -> bool (B, 64) hash bits (row-major low frequencies)."""
     b, h, w = grey.shape
     if h % HASH_INPUT == 0 and w % HASH_INPUT == 0:
-        small = F.avg_pool2d(grey[:, None], (h // HASH_INPUT, w // HASH_INPUT))[:, 0]
+        small = _cell_mean(grey, h // HASH_INPUT, w // HASH_INPUT)
     else:
         small = F.interpolate(
             grey[:, None], size=(HASH_INPUT, HASH_INPUT), mode="area"

@@ -1,0 +1,201 @@
+"""Retail colour names: the editable colour table, naming palettes, parsing user colours.
+
+The table (``name,hex,family`` CSV) ships as ``vismerch/data/colours.csv``; a retailer's
+own file replaces it. A palette colour gets the name of the nearest table colour by
+CIEDE2000; palette clusters that get the same name are merged (weights summed, Lab
+averaged by weight), so a shaded navy shirt is one ``navy`` entry, not three.
+
+``multicolour``: when no single named colour holds at least ``multicolour_max_weight`` of
+the product's pixels, the list starts with a ``multicolour`` entry (weight 1.0, empty hex)
+followed by the named colours as usual. A 50/50 two-colour item is therefore multicolour
+under the default threshold (0.55: a name must cover a clear majority of the product).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from vismerch.errors import UsageError
+from vismerch.features.colourspace import ciede2000, hex_to_lab, lab_to_hex, parse_hex
+
+MULTICOLOUR = "multicolour"
+_ALIASES = {"gray": "grey", "multicolor": MULTICOLOUR, "multi": MULTICOLOUR}
+
+
+@dataclass(frozen=True)
+class NamedColour:
+    """A named colour of a product: ``hex`` is the measured colour (weighted mean of the
+    palette clusters given this name), ``weight`` its share of the product's pixels."""
+
+    name: str
+    hex: str
+    weight: float
+    lab: tuple[float, float, float] | None = None
+
+
+@dataclass(frozen=True)
+class ColourTable:
+    names: tuple[str, ...]
+    hexes: tuple[str, ...]
+    families: tuple[str, ...]
+    lab: np.ndarray  # (N, 3) float64
+    source: str
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def index(self, name: str) -> int | None:
+        """Position of ``name`` (case-, space- and gray/grey-insensitive), else None."""
+        key = normalise_name(name)
+        for i, known in enumerate(self.names):
+            if normalise_name(known) == key:
+                return i
+        return None
+
+
+def normalise_name(name: str) -> str:
+    words = re.split(r"[\s_\-]+", name.strip().lower())
+    return " ".join(_ALIASES.get(w, w) for w in words if w)
+
+
+def _parse_table(text: str, source: str) -> ColourTable:
+    reader = csv.DictReader(io.StringIO(text))
+    fields = [f.strip().lower() for f in (reader.fieldnames or [])]
+    if "name" not in fields or "hex" not in fields:
+        raise UsageError(
+            f"colour table {source}: header must have columns name,hex[,family]",
+            hint="first line should read: name,hex,family",
+        )
+    names, hexes, families, labs = [], [], [], []
+    seen: set[str] = set()
+    for line, row in enumerate(reader, start=2):
+        row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
+        if not any(row.values()):
+            continue
+        name, hex_ = row.get("name", ""), row.get("hex", "")
+        if not name:
+            raise UsageError(f"colour table {source} line {line}: empty name")
+        if parse_hex(hex_) is None:
+            raise UsageError(
+                f"colour table {source} line {line}: {hex_!r} is not a colour",
+                hint="write colours as #rrggbb",
+            )
+        key = normalise_name(name)
+        if key in seen:
+            raise UsageError(f"colour table {source} line {line}: duplicate name {name!r}")
+        seen.add(key)
+        names.append(name)
+        hexes.append(hex_.lower())
+        families.append(row.get("family", ""))
+        labs.append(hex_to_lab(hex_))
+    if not names:
+        raise UsageError(f"colour table {source} has no colours")
+    return ColourTable(tuple(names), tuple(hexes), tuple(families), np.stack(labs), source)
+
+
+@functools.lru_cache(maxsize=1)
+def _default_table() -> ColourTable:
+    text = resources.files("vismerch").joinpath("data/colours.csv").read_text(encoding="utf-8")
+    return _parse_table(text, "vismerch/data/colours.csv")
+
+
+def load_colour_table(path: str | Path | None = None) -> ColourTable:
+    """The packaged colour table, or a user CSV (``name,hex,family``) that replaces it."""
+    if path is None:
+        return _default_table()
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise UsageError(f"cannot read colour table {path}: {exc}") from exc
+    return _parse_table(text, str(path))
+
+
+def parse_colour(text: str, table: ColourTable | None = None) -> np.ndarray:
+    """A table colour name (case-insensitive) or ``#rrggbb``/``#rgb`` -> CIELAB (3,)."""
+    table = table or load_colour_table()
+    raw = text.strip()
+    if parse_hex(raw) is not None:
+        return hex_to_lab(raw)
+    i = table.index(raw)
+    if i is None:
+        raise UsageError(
+            f"unknown colour {text!r}",
+            hint="use #rrggbb or one of: " + ", ".join(table.names),
+        )
+    return table.lab[i].copy()
+
+
+def _default_multicolour_weight() -> float:
+    from vismerch.config import SETTINGS
+
+    return float(next(s.default for s in SETTINGS if s.name == "multicolour_max_weight"))
+
+
+def _as_batch(palette_lab, palette_weight) -> tuple[np.ndarray, np.ndarray]:
+    lab = np.asarray(palette_lab.cpu() if isinstance(palette_lab, torch.Tensor) else palette_lab,
+                     dtype=np.float64)
+    w = np.asarray(palette_weight.cpu() if isinstance(palette_weight, torch.Tensor)
+                   else palette_weight, dtype=np.float64)
+    if lab.ndim == 2:
+        lab, w = lab[None], w[None]
+    if lab.ndim != 3 or lab.shape[-1] != 3 or w.shape != lab.shape[:2]:
+        raise ValueError(f"palette shapes {lab.shape} / {w.shape}: want (B,K,3) and (B,K)")
+    return lab, w
+
+
+def colour_names(
+    palette_lab,
+    palette_weight,
+    table: ColourTable | None = None,
+    multicolour_max_weight: float | None = None,
+) -> list[list[NamedColour]]:
+    """Name each image's palette: one list per image, heaviest first.
+
+    ``palette_lab`` (B, K, 3) or (K, 3), ``palette_weight`` (B, K) or (K,); clusters of
+    weight 0 are unused. See the module docstring for the ``multicolour`` rule.
+    """
+    table = table or load_colour_table()
+    threshold = (
+        _default_multicolour_weight() if multicolour_max_weight is None
+        else float(multicolour_max_weight)
+    )
+    lab, w = _as_batch(palette_lab, palette_weight)
+    dist = ciede2000(torch.from_numpy(lab)[:, :, None, :],
+                     torch.from_numpy(table.lab)[None, None]).numpy()  # (B, K, T)
+    nearest = dist.argmin(axis=-1)
+    out: list[list[NamedColour]] = []
+    for b in range(lab.shape[0]):
+        merged: dict[int, tuple[float, np.ndarray]] = {}
+        for k in np.flatnonzero(w[b] > 0):
+            t = int(nearest[b, k])
+            weight, acc = merged.get(t, (0.0, np.zeros(3)))
+            merged[t] = (weight + w[b, k], acc + w[b, k] * lab[b, k])
+        total = sum(weight for weight, _ in merged.values()) or 1.0
+        named = []
+        for t, (weight, acc) in merged.items():
+            mean = acc / weight
+            named.append(NamedColour(table.names[t], lab_to_hex(mean)[0],
+                                     round(weight / total, 4), tuple(float(v) for v in mean)))
+        named.sort(key=lambda c: (-c.weight, c.name))
+        if named and named[0].weight < threshold:
+            named.insert(0, NamedColour(MULTICOLOUR, "", 1.0, None))
+        out.append(named)
+    return out
+
+
+def dominant_colour(
+    palette_lab, palette_weight, table: ColourTable | None = None
+) -> NamedColour | None:
+    """The heaviest named colour of one image's palette (never ``multicolour``)."""
+    names = colour_names(palette_lab, palette_weight, table, multicolour_max_weight=0.0)[0]
+    return names[0] if names else None
