@@ -1,0 +1,161 @@
+"""Scale check for the index and dedup: one million synthetic products on this machine.
+
+Question: do near-duplicate detection and the vector index stay practical at 10^6 items on
+a small CPU box, and do they still find what they should?
+
+Data: n random 64-bit perceptual hashes and n clustered, L2-normalised float32 vectors,
+with planted near-duplicate pairs of two kinds — "same shot" (0-6 hash bits flipped, vector
+cosine ~0.99) and "crop" (11-14 bits flipped, cosine >= 0.97) — so recall can be checked.
+
+Phases (seconds each): synthesise, index build (HNSW above ``exact_max``), a batch of
+queries (recall@k against brute force on a sample), filtered queries, then dedup split
+into hash candidates, vector candidates (crop rule, via the built index), confirm, group.
+
+    python benchmarks/scale.py --n 1000000            # prints a table, --json for JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from vismerch.merch.dedup import find_duplicate_groups
+from vismerch.search.index import VectorIndex
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    return x
+
+
+def synthesise(n: int, dim: int, planted: int, seed: int = 0):
+    """Hashes, vectors, ids and planted (a, b, kind) pairs; kind 0 = same shot, 1 = crop."""
+    rng = np.random.default_rng(seed)
+    hashes = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True)
+    centres = rng.standard_normal((1000, dim)).astype(np.float32)
+    vectors = np.empty((n, dim), np.float32)
+    for s in range(0, n, 100_000):  # blockwise keeps the temporaries small
+        m = min(100_000, n - s)
+        block = centres[rng.integers(0, len(centres), m)]
+        block += 0.5 * rng.standard_normal((m, dim), dtype=np.float32)
+        vectors[s:s + m] = _unit(block)
+    planted = min(planted, n // 2)
+    ends = rng.choice(n, size=2 * planted, replace=False).reshape(-1, 2)
+    kinds = np.arange(planted) % 2
+    for (a, b), kind in zip(ends, kinds, strict=True):
+        nbits = rng.integers(0, 7) if kind == 0 else rng.integers(11, 15)
+        mask = 0
+        for bit in rng.choice(64, size=nbits, replace=False):
+            mask |= 1 << int(bit)
+        hashes[b] = np.uint64(int(hashes[a]) ^ mask)
+        noise = 0.1 if kind == 0 else 0.15
+        vectors[b] = _unit(vectors[a] + noise * rng.standard_normal(dim).astype(np.float32)
+                           / np.sqrt(dim))
+    ids = [f"p{i:07d}" for i in range(n)]
+    return ids, hashes, vectors, ends, kinds
+
+
+def _brute_top_k(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
+    best_s = np.full((len(queries), k), -np.inf, np.float32)
+    best_i = np.zeros((len(queries), k), np.int64)
+    for s in range(0, len(vectors), 100_000):
+        scores = queries @ vectors[s:s + 100_000].T
+        cand_s = np.concatenate([best_s, scores], axis=1)
+        cand_i = np.concatenate([best_i, np.arange(s, s + scores.shape[1])[None, :]
+                                 .repeat(len(queries), 0)], axis=1)
+        top = np.argpartition(-cand_s, k - 1, axis=1)[:, :k]
+        best_s = np.take_along_axis(cand_s, top, 1)
+        best_i = np.take_along_axis(cand_i, top, 1)
+    return best_i
+
+
+def run_scale(n: int = 1_000_000, dim: int = 128, *, queries: int = 1000, k: int = 10,
+              planted: int = 2000, exact_max: int = 50_000, crop_rule: bool = True,
+              seed: int = 0, log: Callable[[str], None] | None = print) -> dict:
+    """Run every phase at ``n`` items; returns seconds per phase and the quality figures."""
+    say = log or (lambda _msg: None)
+    out: dict = {"n": n, "dim": dim, "queries": queries, "k": k, "cpus": os.cpu_count(),
+                 "seconds": {}}
+    sec = out["seconds"]
+
+    def phase(name: str, start: float) -> None:
+        sec[name] = round(time.perf_counter() - start, 3)
+        say(f"{name:<22} {sec[name]:9.2f} s")
+
+    t = time.perf_counter()
+    ids, hashes, vectors, ends, kinds = synthesise(n, dim, planted, seed)
+    phase("synthesise", t)
+
+    t = time.perf_counter()
+    index = VectorIndex.build(vectors, ids, exact_max=exact_max)
+    phase(f"index_build_{index.kind}", t)
+
+    rng = np.random.default_rng(seed + 1)
+    qrows = rng.choice(n, size=min(queries, n), replace=False)
+    qvec = _unit(vectors[qrows] + 0.2 * rng.standard_normal((len(qrows), dim), dtype=np.float32)
+                 / np.sqrt(dim))
+    t = time.perf_counter()
+    _, got = index.search_positions(qvec, k)
+    phase("queries", t)
+    out["queries_per_second"] = round(len(qrows) / max(sec["queries"], 1e-9))
+    sample = min(200, len(qrows))
+    truth = _brute_top_k(vectors, qvec[:sample], k)
+    out[f"recall_at_{k}"] = round(float(np.mean(
+        [len(set(g) & set(w)) / k for g, w in zip(got[:sample], truth, strict=True)])), 4)
+
+    for name, share in (("queries_filter_10pct", 0.10), ("queries_filter_0.5pct", 0.005)):
+        allowed = rng.random(n) < share
+        t = time.perf_counter()
+        _, rows = index.search_positions(qvec, k, allowed=allowed)
+        phase(name, t)
+        out[f"{name}_all_allowed"] = bool(allowed[rows[rows >= 0]].all())
+        out[f"{name}_full_k"] = bool((rows >= 0).all())
+
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    groups = find_duplicate_groups(ids, hashes, vectors, index=index, timings=timings,
+                                   crop_hamming=16 if crop_rule else 10, exact_max=exact_max)
+    phase("dedup_total", t)
+    for step, seconds in timings.items():
+        sec[f"dedup_{step}"] = round(seconds, 3)
+        say(f"  dedup_{step:<15} {seconds:9.2f} s")
+
+    pos = {v: p for p, v in enumerate(ids)}
+    found = {frozenset(pos[m] for m in g.members) for g in groups}
+    pairs_found = [any({int(a), int(b)} <= g for g in found) for a, b in ends] if found else \
+        [False] * len(ends)
+    planted_sets = {frozenset((int(a), int(b))) for a, b in ends}
+    out["groups"] = len(groups)
+    out["false_groups"] = sum(1 for g in found if g not in planted_sets)
+    for kind, name in ((0, "same_shot"), (1, "crop")):
+        sel = kinds == kind
+        out[f"planted_{name}"] = int(sel.sum())
+        out[f"planted_{name}_found"] = int(np.sum(np.array(pairs_found)[sel]))
+    say(json.dumps({k: v for k, v in out.items() if k != "seconds"}))
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=1_000_000, help="items (default 1,000,000)")
+    parser.add_argument("--dim", type=int, default=128, help="vector dimension (128-256)")
+    parser.add_argument("--queries", type=int, default=1000, help="queries per search batch")
+    parser.add_argument("--planted", type=int, default=2000, help="near-duplicate pairs planted")
+    parser.add_argument("--no-crop-rule", action="store_true",
+                        help="skip the vector-candidate (crop) dedup rule")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON only")
+    args = parser.parse_args(argv)
+    result = run_scale(args.n, args.dim, queries=args.queries, planted=args.planted,
+                       crop_rule=not args.no_crop_rule, log=None if args.json else print)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,386 @@
+"""Near-duplicate groups from 64-bit perceptual hashes, confirmed by feature-vector cosine.
+
+A pair of images is a duplicate under either rule (thresholds are settings):
+
+* **same shot** — Hamming(phash) <= ``max_hamming`` (10 of 64) and cosine >= ``min_cosine``
+  (0.92). Re-encodes, resizes and light edits move the phash by 0-2 bits; the cosine gate
+  rejects the chance collisions that any large catalog has (one million random hashes hold
+  about 5,000 pairs within 10 bits).
+* **crop / reframe** — Hamming <= ``crop_hamming`` (16) and cosine >= ``crop_cosine`` (0.97).
+  A 90 % centre crop moves the phash by 4-14 bits (median 8) and a 5 % shift by up to 10,
+  measured on synthetic product shots, so a crop can land beyond ``max_hamming``; it is
+  still caught when the content vectors are nearly identical. Candidates for this rule come
+  from the vector index (each item's ``crop_neighbours`` nearest), not from the hashes: a
+  hash search at radius 16 costs several times the radius-10 one.
+
+Hash candidates are found without comparing all pairs: exact ``IndexBinaryFlat`` range
+search up to ``flat_max`` distinct hashes, above that multi-index hashing — the 64 bits are
+cut into chunks with per-chunk flip budgets ``f_c`` such that ``sum(f_c + 1) > radius``, so
+any pair within the radius matches some chunk up to ``f_c`` flips (pigeonhole); each chunk
+is a FAISS ``IndexBinaryHash`` over the rotated codes, searched with ``nflip = f_c``. The
+result is exact, in memory O(N * max_neighbours).
+
+Groups are connected components (transitive: a~b and b~c put a, b, c together). The
+representative has the fewest quality flags (lowest ``quality_penalty``), then the largest
+``resolution``, then the smallest id. Groups are numbered from 1 in order of representative
+id; members list the representative first, then the others by id.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import faiss
+import numpy as np
+
+from vismerch.errors import UsageError
+
+FLAT_MAX = 32_768  # distinct hashes searched exactly (all pairs) below this
+_RESULT_BUDGET = 2_000_000  # range-search results held at once
+_GROUP_ALL_PAIRS = 64  # identical-hash groups up to this size compare every pair
+_PAIR_CHUNK = 65_536  # candidate pairs per cosine batch
+_QUERY_BATCH = 65_536  # vector queries per batch
+
+
+@dataclass(frozen=True)
+class DupGroup:
+    group: int
+    representative: str
+    members: list[str]
+
+
+@dataclass(frozen=True)
+class DupPairs:
+    """Confirmed duplicate pairs (positions into the input, i < j) with their evidence."""
+
+    i: np.ndarray
+    j: np.ndarray
+    hamming: np.ndarray
+    cosine: np.ndarray
+
+
+# -- hash neighbours ----------------------------------------------------------------------
+def popcount(x: np.ndarray) -> np.ndarray:
+    """Set bits per uint64 element (numpy >= 2 has it built in)."""
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x).astype(np.int16)
+    return np.unpackbits(x.astype("<u8").view(np.uint8).reshape(*x.shape, 8), axis=-1).sum(
+        axis=-1).astype(np.int16)
+
+
+def _rotate_right(h: np.ndarray, bits: int) -> np.ndarray:
+    if bits % 64 == 0:
+        return h
+    return (h >> np.uint64(bits)) | (h << np.uint64(64 - bits))
+
+
+def _codes(h: np.ndarray) -> np.ndarray:
+    """uint64 (n,) -> uint8 (n, 8) little-endian, so FAISS reads bit k of the integer first."""
+    return np.ascontiguousarray(h.astype("<u8")).view(np.uint8).reshape(-1, 8)
+
+
+def plan_chunks(n: int, radius: int) -> list[tuple[int, int, int]]:
+    """Multi-index hashing plan: [(bit offset, width, flips)] with sum(flips + 1) > radius.
+
+    Chooses the chunk count by a cost model fitted on FAISS ``IndexBinaryHash``: each probed
+    bucket costs ~0.2 us, each candidate compared ~0.6 ns, each chunk ~1.5 us per query.
+    """
+    units = radius + 1
+    best: tuple[float, list[tuple[int, int, int]]] | None = None
+    for m in range(2, 17):  # chunk widths must stay below 64 bits
+        widths = [64 // m + (1 if c < 64 % m else 0) for c in range(m)]
+        flips = [units // m - 1 + (1 if c < units % m else 0) for c in range(m)]
+        cost, offset, plan = 0.0, 0, []
+        for width, f in zip(widths, flips, strict=True):
+            if f >= 0:  # f = -1: more chunks than needed, this one is not searched
+                probes = sum(math.comb(width, t) for t in range(f + 1))
+                cost += 1.5 + 0.2 * probes + 0.6e-3 * probes * n / 2.0**width
+                plan.append((offset, width, f))
+            offset += width
+        if best is None or cost < best[0]:
+            best = (cost, plan)
+    assert best is not None
+    return best[1]
+
+
+def _range_pairs(index: Any, codes: np.ndarray, radius: int, k: int, batch: int,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Directed (query, neighbour, distance) within radius, self excluded, k nearest per query."""
+    qs, ns, ds = [], [], []
+    for start in range(0, len(codes), batch):
+        lims, dist, nbr = index.range_search(codes[start:start + batch], radius + 1)
+        q = np.repeat(np.arange(start, start + len(lims) - 1), np.diff(lims).astype(np.int64))
+        keep = nbr != q
+        q, nbr, dist = q[keep], nbr[keep].astype(np.int64), dist[keep].astype(np.int16)
+        q, nbr, dist = _keep_nearest(q, nbr, dist, k)
+        qs.append(q)
+        ns.append(nbr)
+        ds.append(dist)
+    return np.concatenate(qs), np.concatenate(ns), np.concatenate(ds)
+
+
+def _keep_nearest(q: np.ndarray, nbr: np.ndarray, dist: np.ndarray, k: int,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per query, the k smallest distances (ties by neighbour position); sorted by query."""
+    if q.size == 0:
+        return q, nbr, dist
+    order = np.lexsort((nbr, dist, q))
+    q, nbr, dist = q[order], nbr[order], dist[order]
+    first = np.r_[0, np.flatnonzero(q[1:] != q[:-1]) + 1]
+    rank = np.arange(q.size) - np.repeat(first, np.diff(np.r_[first, q.size]))
+    keep = rank < k
+    return q[keep], nbr[keep], dist[keep]
+
+
+def hamming_neighbours(hashes: np.ndarray, radius: int, *, max_neighbours: int = 32,
+                       flat_max: int = FLAT_MAX) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs ``(a, b, distance)`` with a < b of positions whose hashes differ in <= radius bits.
+
+    Each position keeps its ``max_neighbours`` nearest (so all pairs are found whenever no
+    hash has more neighbours than that within the radius). Exact: no pair is missed by
+    approximation.
+    """
+    h = np.asarray(hashes).astype(np.uint64, copy=False).reshape(-1)
+    n = h.size
+    empty = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int16))
+    if n < 2 or radius < 0:
+        return empty
+    radius = min(int(radius), 64)
+    if n <= flat_max or radius >= 32:
+        indexes = [(faiss.IndexBinaryFlat(64), h)]
+    else:
+        indexes = []
+        for offset, width, flips in plan_chunks(n, radius):
+            idx = faiss.IndexBinaryHash(64, width)
+            idx.nflip = flips
+            indexes.append((idx, _rotate_right(h, offset)))
+    parts = []
+    batch = None
+    for idx, rotated in indexes:
+        codes = _codes(rotated)
+        idx.add(codes)
+        if batch is None:  # size query batches so one batch's results stay within budget
+            sample = codes[:: max(1, n // 256)][:256]
+            lims, _, _ = idx.range_search(sample, radius + 1)
+            per_query = max(1.0, lims[-1] / len(sample))
+            batch = int(np.clip(_RESULT_BUDGET / per_query, 256, 65_536))
+        parts.append(_range_pairs(idx, codes, radius, max_neighbours, batch))
+        idx.reset()
+    q, nbr, dist = (np.concatenate(p) for p in zip(*parts, strict=True))
+    # the same pair may come from several chunks: dedupe, then keep k nearest per query
+    key, first = np.unique(q * n + nbr, return_index=True)
+    q, nbr, dist = _keep_nearest(key // n, key % n, dist[first], max_neighbours)
+    a, b = np.minimum(q, nbr), np.maximum(q, nbr)
+    key, first = np.unique(a * n + b, return_index=True)
+    return key // n, key % n, dist[first]
+
+
+# -- candidate expansion and confirmation -------------------------------------------------
+def _ragged_cross(starts_a: np.ndarray, sizes_a: np.ndarray, starts_b: np.ndarray,
+                  sizes_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All (x, y) with x in [starts_a, +sizes_a) and y in [starts_b, +sizes_b), per pair."""
+    counts = sizes_a * sizes_b
+    total = int(counts.sum())
+    rep = np.repeat(np.arange(counts.size), counts)
+    offset = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    return starts_a[rep] + offset // sizes_b[rep], starts_b[rep] + offset % sizes_b[rep]
+
+
+def _cosines(vectors: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    out = np.empty(i.size, np.float32)
+    for s in range(0, i.size, _PAIR_CHUNK):
+        a, b = vectors[i[s:s + _PAIR_CHUNK]], vectors[j[s:s + _PAIR_CHUNK]]
+        out[s:s + _PAIR_CHUNK] = np.einsum("ij,ij->i", a, b)
+    return out
+
+
+def _hash_candidates(h: np.ndarray, vectors: np.ndarray | None, radius: int, k: int,
+                     min_cosine: float, flat_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """Item pairs (i, j) whose hashes are within radius (distinct hashes via the hash index,
+    identical hashes grouped first so a repeated image costs one query)."""
+    uniq, inv = np.unique(h, return_inverse=True)
+    order = np.argsort(inv, kind="stable")
+    sizes = np.bincount(inv, minlength=uniq.size)
+    starts = np.cumsum(sizes) - sizes
+    ua, ub, _ = hamming_neighbours(uniq, radius, max_neighbours=k, flat_max=flat_max)
+    pairs_i, pairs_j = [], []
+    # across distinct hashes: every member of one against every member of the other
+    x, y = _ragged_cross(starts[ua], sizes[ua], starts[ub], sizes[ub])
+    pairs_i.append(order[x])
+    pairs_j.append(order[y])
+    # within one hash: all pairs for small groups, vector neighbours for large ones
+    small = np.flatnonzero((sizes >= 2) & (sizes <= _GROUP_ALL_PAIRS))
+    x, y = _ragged_cross(starts[small], sizes[small], starts[small], sizes[small])
+    keep = x < y
+    pairs_i.append(order[x[keep]])
+    pairs_j.append(order[y[keep]])
+    for u in np.flatnonzero(sizes > _GROUP_ALL_PAIRS):
+        members = order[starts[u]:starts[u] + sizes[u]]
+        if vectors is None:  # no vectors to choose by: chain the members
+            pairs_i.append(members[:-1])
+            pairs_j.append(members[1:])
+            continue
+        a, b, _ = _vector_pairs(vectors[members], k, min_cosine, None, None)
+        pairs_i.append(members[a])
+        pairs_j.append(members[b])
+    return np.concatenate(pairs_i).astype(np.int64), np.concatenate(pairs_j).astype(np.int64)
+
+
+def _vector_pairs(vectors: np.ndarray, k: int, min_cosine: float, index: Any,
+                  rows_to_items: np.ndarray | None, exact_max: int = 50_000,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(i, j, cosine), i < j, among each item's k nearest vectors with cosine >= min_cosine."""
+    from vismerch.search.index import VectorIndex
+
+    if index is None:
+        index = VectorIndex.build(vectors, [str(p) for p in range(len(vectors))],
+                                  exact_max=exact_max)
+        rows_to_items = None
+    ii, jj, cc = [], [], []
+    for s in range(0, len(vectors), _QUERY_BATCH):
+        scores, rows = index.search_positions(vectors[s:s + _QUERY_BATCH], k + 1)
+        q = np.repeat(np.arange(s, s + len(rows)), rows.shape[1])
+        r, c = rows.reshape(-1), scores.reshape(-1)
+        keep = (r >= 0) & (c >= min_cosine)
+        q, r, c = q[keep], r[keep], c[keep]
+        if rows_to_items is not None:
+            r = rows_to_items[r]
+        keep = (r >= 0) & (r != q)
+        ii.append(np.minimum(q[keep], r[keep]))
+        jj.append(np.maximum(q[keep], r[keep]))
+        cc.append(c[keep])
+    i, j, c = (np.concatenate(x) for x in (ii, jj, cc))
+    key, first = np.unique(i * len(vectors) + j, return_index=True)
+    return key // len(vectors), key % len(vectors), c[first]
+
+
+def _index_rows_to_items(index: Any, ids: list[str]) -> np.ndarray | None:
+    if list(index.ids) == ids:
+        return None
+    where = {v: p for p, v in enumerate(ids)}
+    return np.array([where.get(v, -1) for v in index.ids], dtype=np.int64)
+
+
+def duplicate_pairs(ids: list[str], hashes: np.ndarray, vectors: np.ndarray | None, *,
+                    max_hamming: int = 10, min_cosine: float = 0.92, crop_hamming: int = 16,
+                    crop_cosine: float = 0.97, max_neighbours: int = 32,
+                    crop_neighbours: int = 8, index: Any = None,
+                    exact_max: int = 50_000, flat_max: int = FLAT_MAX,
+                    timings: dict[str, float] | None = None) -> DupPairs:
+    """Confirmed duplicate pairs under the two rules in the module docstring.
+
+    ``vectors`` (N, d) L2-normalised; None checks hashes only (no cosine gate, no crop
+    rule). ``index`` is an optional prebuilt :class:`~vismerch.search.index.VectorIndex`
+    over (a superset of) these ids for the crop rule; without it one is built here. The
+    crop rule runs when ``crop_hamming > max_hamming``. ``timings``, when given, receives
+    seconds per step (hash_candidates, vector_candidates, confirm).
+    """
+    h = np.asarray(hashes).astype(np.uint64, copy=False).reshape(-1)
+    n = len(ids)
+    if h.size != n or (vectors is not None and len(vectors) != n):
+        raise UsageError(f"dedup inputs disagree: {n} ids, {h.size} hashes, "
+                         f"{None if vectors is None else len(vectors)} vectors")
+    vec = None if vectors is None else np.ascontiguousarray(vectors, dtype=np.float32)
+    timings = {} if timings is None else timings
+    start = time.perf_counter()
+    i, j = _hash_candidates(h, vec, max_hamming, max_neighbours, min_cosine, flat_max)
+    timings["hash_candidates"] = time.perf_counter() - start
+    if vec is not None and crop_hamming > max_hamming and n >= 2:
+        start = time.perf_counter()
+        rows = None if index is None else _index_rows_to_items(index, list(ids))
+        vi, vj, _ = _vector_pairs(vec, crop_neighbours, crop_cosine, index, rows, exact_max)
+        i, j = np.concatenate([i, vi]), np.concatenate([j, vj])
+        timings["vector_candidates"] = time.perf_counter() - start
+    start = time.perf_counter()
+    if i.size:
+        key = np.unique(np.minimum(i, j) * n + np.maximum(i, j))
+        i, j = key // n, key % n
+    dist = popcount(h[i] ^ h[j])
+    cos = np.ones(i.size, np.float32) if vec is None else _cosines(vec, i, j)
+    if vec is None:
+        ok = dist <= max_hamming
+    else:
+        ok = ((dist <= max_hamming) & (cos >= min_cosine)) | (
+            (dist <= crop_hamming) & (cos >= crop_cosine))
+    timings["confirm"] = time.perf_counter() - start
+    return DupPairs(i[ok], j[ok], dist[ok], cos[ok])
+
+
+# -- grouping -----------------------------------------------------------------------------
+def connected_components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Component label (the smallest member position) of each of n nodes, edges (i, j).
+
+    Vectorised union-find: hook each edge's larger root under the smaller, then compress
+    paths fully; repeat until no edge joins two roots.
+    """
+    parent = np.arange(n)
+    i, j = np.asarray(i, np.int64), np.asarray(j, np.int64)
+    while i.size:
+        ri, rj = parent[i], parent[j]
+        differ = ri != rj
+        i, j, ri, rj = i[differ], j[differ], ri[differ], rj[differ]
+        if not i.size:
+            break
+        np.minimum.at(parent, np.maximum(ri, rj), np.minimum(ri, rj))
+        while True:
+            grand = parent[parent]
+            if np.array_equal(grand, parent):
+                break
+            parent = grand
+    return parent
+
+
+def group_pairs(ids: list[str], pairs: DupPairs, *, quality_penalty: Any = None,
+                resolution: Any = None) -> list[DupGroup]:
+    """Duplicate groups (>= 2 members) from confirmed pairs; see the module docstring."""
+    n = len(ids)
+    if pairs.i.size == 0:
+        return []
+    labels = connected_components(n, pairs.i, pairs.j)
+    nodes = np.unique(np.concatenate([pairs.i, pairs.j]))
+    penalty = np.zeros(n) if quality_penalty is None else np.asarray(quality_penalty, float)
+    res = np.zeros(n) if resolution is None else np.asarray(resolution, float)
+    penalty, res = np.nan_to_num(penalty, nan=np.inf), np.nan_to_num(res, nan=-np.inf)
+    by_label: dict[int, list[int]] = {}
+    for node in nodes.tolist():
+        by_label.setdefault(int(labels[node]), []).append(node)
+    groups = []
+    for members in by_label.values():
+        rep = min(members, key=lambda p: (penalty[p], -res[p], ids[p]))
+        rest = sorted(ids[p] for p in members if p != rep)
+        groups.append((ids[rep], [ids[rep], *rest]))
+    groups.sort()
+    return [DupGroup(g, rep, members) for g, (rep, members) in enumerate(groups, start=1)]
+
+
+def find_duplicate_groups(ids: list[str], hashes: np.ndarray, vectors: np.ndarray | None, *,
+                          max_hamming: int = 10, min_cosine: float = 0.92,
+                          quality_penalty: Any = None, resolution: Any = None,
+                          crop_hamming: int = 16, crop_cosine: float = 0.97,
+                          max_neighbours: int = 32, crop_neighbours: int = 8,
+                          index: Any = None, exact_max: int = 50_000,
+                          timings: dict[str, float] | None = None) -> list[DupGroup]:
+    """Near-duplicate groups of ``ids`` (hashes uint64 (N,), vectors float32 (N, d)).
+
+    ``quality_penalty`` (N,): lower is better (e.g. the number of quality flags);
+    ``resolution`` (N,): larger is better (e.g. width * height). See the module docstring
+    for the rules, the representative and the numbering.
+    """
+    ids = [str(v) for v in ids]
+    if len(set(ids)) != len(ids):
+        raise UsageError("dedup ids must be unique")
+    if not ids:
+        return []
+    pairs = duplicate_pairs(ids, hashes, vectors, max_hamming=max_hamming,
+                            min_cosine=min_cosine, crop_hamming=crop_hamming,
+                            crop_cosine=crop_cosine, max_neighbours=max_neighbours,
+                            crop_neighbours=crop_neighbours, index=index,
+                            exact_max=exact_max, timings=timings)
+    start = time.perf_counter()
+    groups = group_pairs(ids, pairs, quality_penalty=quality_penalty, resolution=resolution)
+    if timings is not None:
+        timings["group"] = time.perf_counter() - start
+    return groups
