@@ -47,6 +47,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("audit_colour_delta", float, 25.0, "Catalog audit: flag a listed colour whose CIEDE2000 to the closest main image colour (dominant, or any covering a quarter of the product) exceeds this. Neighbouring names in the colour table are 15-20 apart and studio lighting moves a colour by up to ~10, so 25 reports only a clearly different colour."),
     # duplicates and index
     Setting("dup_hash_distance", int, 10, "Near-duplicates, same-shot rule: perceptual-hash Hamming distance at most this (of 64 bits) and vector cosine at least dup_cosine. Re-encodes and resizes move the hash 0-2 bits; one million random hashes still hold ~5,000 chance pairs within 10, which the cosine gate removes."),
+    Setting("dup_structure", float, 0.96, "Near-duplicates must also correlate at least this much in 32x32 luma layout (the same photo re-encoded/resized/lightly cropped stays above 0.965; other products of one colour and silhouette rarely reach 0.95)."),
     Setting("dup_cosine", float, 0.92, "Near-duplicates, same-shot rule: vector cosine at least this (together with dup_hash_distance)."),
     Setting("index_exact_max", int, 50_000, "Use an exact FAISS index (and exact duplicate-candidate search) up to this many vectors, HNSW above."),
     Setting("multicolour_max_weight", float, 0.55, "A product is `multicolour` when no single named colour covers at least this share of its pixels: a name must hold a clear majority (over half, with a margin for measurement noise), so a 50/50 two-colour item is multicolour."),

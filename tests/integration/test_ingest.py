@@ -62,3 +62,19 @@ def test_process_pool_matches_in_process(folder, tmp_path):
     with Store.open(tmp_path / "one") as a, Store.open(tmp_path / "two") as b:
         assert a.tags() == b.tags()
         assert a.dup_groups() == b.dup_groups()
+
+
+@pytest.mark.slow
+def test_device_distributor_on_cpu_matches_local(folder, tmp_path):
+    """The GPU path (decode workers -> one consumer per device) is the same code on CPU."""
+    from vismerch.pipeline.distributors.gpu import DeviceDistributor
+
+    root, _, _ = folder
+    local = ingest(root / "good", tmp_path / "local", workers=1, progress=False)
+    two_consumers = DeviceDistributor(workers=2, devices=["cpu", "cpu"])
+    device = ingest(root / "good", tmp_path / "device", workers=2, progress=False,
+                    distributor=two_consumers)
+    assert local.ingested == device.ingested == 16
+    with Store.open(tmp_path / "local") as a, Store.open(tmp_path / "device") as b:
+        assert a.tags() == b.tags()
+        assert a.dup_groups() == b.dup_groups()

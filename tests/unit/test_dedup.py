@@ -184,3 +184,19 @@ def test_empty_and_mismatched_inputs():
         find_duplicate_groups(["a", "b"], np.zeros(3, np.uint64), None)
     with pytest.raises(UsageError):
         find_duplicate_groups(["a", "a"], np.zeros(2, np.uint64), None)
+
+
+def test_structure_gate_separates_same_photo_from_look_alike_product():
+    """Hash and colour vector agree for both pairs; only the same photo keeps its 32x32 layout."""
+    rng = np.random.default_rng(4)
+    photo = (rng.random((32, 32)) * 255).astype(np.uint8)
+    reencoded = np.clip(photo.astype(int) + rng.integers(-3, 4, photo.shape), 0, 255).astype(np.uint8)
+    other = (rng.random((32, 32)) * 255).astype(np.uint8)
+    ids = ["a", "b", "c"]
+    hashes = np.array([7, 7, 7], dtype=np.uint64)
+    vectors = np.tile(np.eye(4, dtype=np.float32)[0], (3, 1))
+    structure = np.stack([photo, reencoded, other])
+    groups = find_duplicate_groups(ids, hashes, vectors, structure=structure, min_structure=0.96)
+    assert [g.members for g in groups] == [["a", "b"]]
+    without = find_duplicate_groups(ids, hashes, vectors)
+    assert [sorted(g.members) for g in without] == [["a", "b", "c"]]

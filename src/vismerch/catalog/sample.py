@@ -326,8 +326,10 @@ def _place(shape, fw: int, fh: int, ext: float, target: tuple[float, float],
 
 def _layout(rng, kind: str, fw: int, fh: int, category: str, angle: float) -> tuple:
     """Pick a silhouette and place it for a layout kind (clean, tiny, off-centre); sparse
-    silhouettes that cannot reach the kind's fill are redrawn."""
-    for _ in range(12):
+    silhouettes that cannot reach the kind's fill are redrawn; an off-centre shot of a
+    sparse product (a diagonal scarf) takes the fullest placement found."""
+    fallback = None
+    for _ in range(24):
         shape = shapes.make_shape(category, rng, angle)
         if kind == "tiny":
             jitter = tuple(0.5 + rng.uniform(-0.02, 0.02, 2))
@@ -345,8 +347,11 @@ def _layout(rng, kind: str, fw: int, fh: int, category: str, angle: float) -> tu
             room = (2 * (0.5 - margin - shift[0]), 2 * (0.5 - margin - shift[1]))
             target = (0.5 + sx * shift[0], 0.5 + sy * shift[1])
             pl = _place(shape, fw, fh, rng.uniform(0.94, 1.0), target, room, margin)
-            if pl.fill >= OFFCENTRE_MIN_FILL and max(map(abs, pl.offset)) >= OFFCENTRE_MIN_SHIFT:
-                return shape, pl
+            if max(map(abs, pl.offset)) >= OFFCENTRE_MIN_SHIFT:
+                if pl.fill >= OFFCENTRE_MIN_FILL:
+                    return shape, pl
+                if fallback is None or pl.fill > fallback[1].fill:
+                    fallback = (shape, pl)
             continue
         target = tuple(0.5 + rng.uniform(-0.045, 0.045, 2))
         room = (1 - 2 * MARGIN,) * 2
@@ -360,6 +365,8 @@ def _layout(rng, kind: str, fw: int, fh: int, category: str, angle: float) -> tu
             pl = _place(shape, fw, fh, ext, target, room, MARGIN)
         if pl.fill >= CLEAN_MIN_FILL + 0.01 and max(map(abs, pl.offset)) <= CLEAN_MAX_OFFSET - 0.01:
             return shape, pl
+    if fallback is not None:
+        return fallback
     raise RuntimeError(f"no {kind} layout for a {category} in {fw}x{fh}")  # a generator bug
 
 

@@ -51,9 +51,9 @@ from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
     parse_colour,
 )
 from vismerch.features.colourspace import ciede2000, lab_to_srgb, srgb_to_lab
-from vismerch.features.hashing import luma, pack_bits, phash_bits
+from vismerch.features.hashing import luma, pack_bits, phash_bits, structure_signature
 
-VERSION = 1
+VERSION = 2  # 2: adds the 32x32 structure signature used to confirm duplicates
 GRID = 64  # palette, mask, histogram and layout resolution
 BORDER = 2  # border ring width in grid cells (1/32 of the frame)
 PALETTE_K = 5
@@ -137,7 +137,9 @@ class ColourBackend:
             out = self._encode(x.to(self.device), _StageClock(profile, self.device))
         vectors = out.pop("vector").float().cpu().numpy()
         bits = out.pop("phash_bits")
+        structure = out.pop("structure").cpu().numpy()  # uint8: 1 KiB per image
         columns = {k: v.float().cpu().numpy() for k, v in out.items()}
+        columns["structure"] = structure
         columns["phash"] = pack_bits(bits)
         return FeatureBatch(vectors=vectors, columns=columns)
 
@@ -152,6 +154,7 @@ class ColourBackend:
         out: dict[str, torch.Tensor] = {
             "phash_bits": torch.cat([p[0] for p in parts]),
             "blur": torch.cat([p[1] for p in parts]),
+            "structure": torch.cat([p[3] for p in parts]),
         }
         rgb = torch.cat([p[2] for p in parts])  # (B, G, G, 3) area-averaged sRGB
         clock("full_size: hash, blur, shrink")
@@ -231,8 +234,9 @@ class _StageClock:
 # ---------------------------------------------------------------- stages
 
 
-def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """uint8 (b, S, S, 3) -> (phash bits, blur, channels-last GRID x GRID sRGB means)."""
+def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """uint8 (b, S, S, 3) -> (phash bits, blur, channels-last GRID x GRID sRGB means,
+    32x32 uint8 structure signature)."""
     xf = x.to(torch.float32)
     h, w = x.shape[1:3]
     if h % GRID == 0 and w % GRID == 0 and h == w:
@@ -240,7 +244,8 @@ def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
     else:
         rgb = _shrink(xf.permute(0, 3, 1, 2), GRID).permute(0, 2, 3, 1).contiguous()
     # the hash's 32x32 area means are 2x2 means of the 64x64 ones (luma is linear)
-    return phash_bits(luma(rgb)), quality.blur_metric(luma(xf)), rgb
+    grey = luma(rgb)
+    return phash_bits(grey), quality.blur_metric(luma(xf)), rgb, structure_signature(grey)
 
 
 _lattices: dict[tuple[int, int, str], tuple[torch.Tensor, ...]] = {}
@@ -538,6 +543,7 @@ def _empty_batch() -> FeatureBatch:
         "palette_weight": np.zeros((0, PALETTE_K), np.float32),
         "background_lab": np.zeros((0, 3), np.float32),
         "phash": np.zeros((0,), np.uint64),
+        "structure": np.zeros((0, 32, 32), np.uint8),
     }
     for name in quality.METRIC_NAMES:
         columns[name] = np.zeros((0,), np.float32)

@@ -68,6 +68,19 @@ def phash_bits(grey: torch.Tensor) -> torch.Tensor:
     return flat > median[:, None]
 
 
+def structure_signature(grey: torch.Tensor) -> torch.Tensor:
+    """Greyscale (B, H, W) float -> uint8 (B, 32, 32) area-averaged luma: the image's
+    layout at thumbnail scale. Near-duplicates (one photo re-encoded, resized or lightly
+    cropped) correlate almost perfectly at this scale; different products with a similar
+    silhouette and colour do not (see merch/dedup.py)."""
+    b, h, w = grey.shape
+    if h % HASH_INPUT == 0 and w % HASH_INPUT == 0:
+        small = _cell_mean(grey, h // HASH_INPUT, w // HASH_INPUT)
+    else:
+        small = F.interpolate(grey[:, None], size=(HASH_INPUT, HASH_INPUT), mode="area")[:, 0]
+    return small.round().clamp(0, 255).to(torch.uint8)
+
+
 def pack_bits(bits: torch.Tensor | np.ndarray) -> np.ndarray:
     """bool (B, 64), most significant bit first -> uint64 (B,)."""
     arr = np.asarray(bits.cpu() if isinstance(bits, torch.Tensor) else bits, dtype=bool)

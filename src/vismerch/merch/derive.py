@@ -47,26 +47,31 @@ def refresh_audit(store: Store, features: Features, settings: Settings) -> int:
     return len(rows)
 
 
-def refresh_indexes(store: Store, settings: Settings) -> dict[str, int]:
-    """One FAISS index per backend (newest fingerprint) under ``index/``."""
+def refresh_indexes(store: Store, settings: Settings) -> dict[str, object]:
+    """One FAISS index per backend (newest fingerprint) under ``index/``; returns them."""
     from vismerch.search.index import VectorIndex
 
-    built = {}
+    built: dict[str, object] = {}
     backends = [row[0] for row in store.db.execute("SELECT DISTINCT backend FROM shards").fetchall()]
     for backend in sorted(backends):
         features = store.load_features(backend)
         if not len(features):
             continue
         index = VectorIndex.build(
-            features.vectors.astype(np.float32), features.ids, exact_max=settings.index_exact_max
+            features.vectors.astype(np.float32),
+            features.ids,
+            exact_max=settings.index_exact_max,
+            hnsw_m=settings.index_hnsw_m,
+            ef_construction=settings.index_ef_construction,
+            ef_search=settings.index_ef_search,
+            meta={"fingerprint": features.fingerprint},
         )
         index.save(store.path / "index", backend)
-        (store.path / "index" / f"{backend}.fingerprint").write_text(features.fingerprint or "")
-        built[backend] = len(features)
+        built[backend] = index
     return built
 
 
-def refresh_duplicates(store: Store, features: Features, settings: Settings) -> int:
+def refresh_duplicates(store: Store, features: Features, settings: Settings, index=None) -> int:
     """Near-duplicate groups from perceptual hashes confirmed by colour-vector cosine."""
     from vismerch.merch.dedup import find_duplicate_groups
 
@@ -80,8 +85,15 @@ def refresh_duplicates(store: Store, features: Features, settings: Settings) -> 
             features.ids,
             features.columns["phash"].astype(np.uint64),
             features.vectors.astype(np.float32),
+            structure=features.columns.get("structure"),
+            min_structure=settings.dup_structure,
             max_hamming=settings.dup_hash_distance,
             min_cosine=settings.dup_cosine,
+            crop_hamming=settings.dup_crop_hamming,
+            crop_cosine=settings.dup_crop_cosine,
+            max_neighbours=settings.dup_neighbours,
+            index=index,
+            exact_max=settings.index_exact_max,
             quality_penalty=penalty,
             resolution=resolution,
         )
@@ -100,10 +112,11 @@ def refresh_duplicates(store: Store, features: Features, settings: Settings) -> 
 
 def refresh_derived(store: Store, settings: Settings) -> dict[str, object]:
     features = store.load_features("colour")
+    indexes = refresh_indexes(store, settings)
     out: dict[str, object] = {
         "audit": refresh_audit(store, features, settings),
-        "indexes": refresh_indexes(store, settings),
-        "duplicate_groups": refresh_duplicates(store, features, settings),
+        "indexes": {name: len(index) for name, index in indexes.items()},
+        "duplicate_groups": refresh_duplicates(store, features, settings, indexes.get("colour")),
     }
     try:
         collections = importlib.import_module("vismerch.merch.collections")
