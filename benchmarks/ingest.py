@@ -130,6 +130,13 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path) -> dict:
         "ingested": summary.ingested,
         "phases_worker_seconds": summary.phases,
     }
+    # the planner reads this record (vismerch plan --calibrate): CPU decode rate per core
+    result["schema"] = "vismerch.bench/1"
+    result["results"] = [{
+        "kernel": "decode",
+        "images_per_s_per_core": round(count / floor_s / workers, 1),
+        "note": f"800x800 JPEG to {settings.working_size}px with draft mode, {workers} workers",
+    }]
     busy = sum(v for k, v in summary.phases.items() if k != "derive")
     print(f"\n{'pipeline':<28}{'images/s':>10}")
     print(f"{'(a) decode only (floor)':<28}{result['floor_images_per_s']:>10}")

@@ -32,16 +32,21 @@ def settings_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cell(text: str) -> str:
+    """Markdown table cells cannot hold a bare pipe."""
+    return text.replace("|", "\\|")
+
+
 def _param_row(param) -> str | None:
     """One table row per argument/option (typer vendors click, so duck-type the classes)."""
     kind = type(param).__name__
     text = getattr(param, "help", None) or ""
     if "Argument" in kind:
-        return f"| `{param.name.upper()}` | argument | {text} |"
+        return f"| `{param.name.upper()}` | argument | {_cell(text)} |"
     if "Option" in kind and param.name != "help":
         shown = param.default not in (None, False) and not getattr(param, "is_flag", False)
         default = f" (default `{param.default}`)" if shown else ""
-        return f"| `{', '.join(param.opts)}` | option | {text}{default} |"
+        return f"| `{', '.join(param.opts)}` | option | {_cell(text)}{default} |"
     return None
 
 

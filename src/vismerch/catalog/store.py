@@ -5,7 +5,8 @@
 - ``features/<backend>/part-*.parquet``: append-only feature shards, written to a temp
   name and renamed, and counted only once a row in ``shards`` names them;
 - ``index/<backend>.faiss``: rebuilt from the shards after each ingest;
-- ``thumbs/<sha256>.webp``: small thumbnails for reports and the UI.
+- ``thumbs/<sha256>.jpg``: small thumbnails for reports and the UI (JPEG: WebP encoding
+  cost more than the whole colour backend per image).
 """
 
 from __future__ import annotations
@@ -282,7 +283,7 @@ class Store:
         row = self.db.execute("SELECT sha256 FROM products WHERE id = ?", (product_id,)).fetchone()
         if not row or not row[0]:
             return None
-        path = self.path / "thumbs" / f"{row[0]}.webp"
+        path = self.path / "thumbs" / f"{row[0]}.jpg"
         return path if path.exists() else None
 
     def runs(self) -> list[dict[str, Any]]:

@@ -173,19 +173,25 @@ def colour_names(
     dist = ciede2000(torch.from_numpy(lab)[:, :, None, :],
                      torch.from_numpy(table.lab)[None, None]).numpy()  # (B, K, T)
     nearest = dist.argmin(axis=-1)
-    out: list[list[NamedColour]] = []
+    # merge clusters by name per image; all hex strings come from one conversion at the end
+    # (a torch call per colour costs more than the naming itself)
+    merged_all: list[list[tuple[int, float, np.ndarray]]] = []
     for b in range(lab.shape[0]):
         merged: dict[int, tuple[float, np.ndarray]] = {}
         for k in np.flatnonzero(w[b] > 0):
             t = int(nearest[b, k])
             weight, acc = merged.get(t, (0.0, np.zeros(3)))
             merged[t] = (weight + w[b, k], acc + w[b, k] * lab[b, k])
-        total = sum(weight for weight, _ in merged.values()) or 1.0
-        named = []
-        for t, (weight, acc) in merged.items():
-            mean = acc / weight
-            named.append(NamedColour(table.names[t], lab_to_hex(mean)[0],
-                                     round(weight / total, 4), tuple(float(v) for v in mean)))
+        merged_all.append([(t, weight, acc / weight) for t, (weight, acc) in merged.items()])
+    means = [mean for merged in merged_all for _, _, mean in merged]
+    hexes = iter(lab_to_hex(np.stack(means)) if means else [])
+    out: list[list[NamedColour]] = []
+    for merged in merged_all:
+        total = sum(weight for _, weight, _ in merged) or 1.0
+        named = [
+            NamedColour(table.names[t], next(hexes), round(weight / total, 4), tuple(float(v) for v in mean))
+            for t, weight, mean in merged
+        ]
         named.sort(key=lambda c: (-c.weight, c.name))
         if named and named[0].weight < threshold:
             named.insert(0, NamedColour(MULTICOLOUR, "", 1.0, None))

@@ -121,11 +121,14 @@ def decode_image(
         im = ImageOps.exif_transpose(im)
     im = _to_rgb(im)
 
-    pixels = np.asarray(
-        im.resize((working_size, working_size), Image.Resampling.BILINEAR), dtype=np.uint8
-    )
+    working = im.resize((working_size, working_size), Image.Resampling.BILINEAR)
+    pixels = np.asarray(working, dtype=np.uint8)
     thumb = None
     if thumb_size:
-        thumb = im.copy()
-        thumb.thumbnail((thumb_size, thumb_size), Image.Resampling.BILINEAR)
+        # from the small working image, not the decoded one: a 256px resample costs a
+        # fraction of a second resample of the (draft) decode, and a thumbnail never
+        # needs more detail than the working size holds
+        scale = min(thumb_size, working_size) / max(width, height)
+        size = (max(1, round(width * scale)), max(1, round(height * scale)))
+        thumb = working.resize(size, Image.Resampling.BILINEAR)
     return DecodedImage(pixels=pixels, thumb=thumb, width=width, height=height, format=fmt)

@@ -18,27 +18,29 @@ AUDIT_COLUMNS = ("colour", "color")
 def refresh_audit(store: Store, features: Features, settings: Settings) -> int:
     """Flag products whose listed colour disagrees with the image's dominant colour."""
     from vismerch.features.colour import load_colour_table
-    from vismerch.features.quality import audit_listed_colour
+    from vismerch.features.quality import audit_listed_colours
 
     if not len(features):
         return 0
-    table = load_colour_table()
     row_of = {pid: i for i, pid in enumerate(features.ids)}
-    rows = []
+    listed_by_row: dict[int, str] = {}
     for product in store.products():
         listed = next((product.attributes.get(c) for c in AUDIT_COLUMNS if product.attributes.get(c)), None)
-        if not listed or product.id not in row_of:
-            continue
-        i = row_of[product.id]
-        result = audit_listed_colour(
-            str(listed),
-            features.columns["palette_lab"][i],
-            features.columns["palette_weight"][i],
-            table,
-            settings.audit_colour_delta,
-        )
-        if result is not None and result.disagrees:
-            rows.append((product.id, "colour", result.listed, result.observed, float(result.distance)))
+        if listed and product.id in row_of:
+            listed_by_row[row_of[product.id]] = str(listed)
+    rows_idx = sorted(listed_by_row)
+    results = audit_listed_colours(
+        [listed_by_row[i] for i in rows_idx],
+        features.columns["palette_lab"][rows_idx],
+        features.columns["palette_weight"][rows_idx],
+        load_colour_table(),
+        settings.audit_colour_delta,
+    )
+    rows = [
+        (features.ids[i], "colour", r.listed, r.observed, float(r.distance))
+        for i, r in zip(rows_idx, results, strict=True)
+        if r is not None and r.disagrees
+    ]
     with store.transaction() as con:
         con.execute("DELETE FROM audit WHERE kind = 'colour'")
         con.executemany(

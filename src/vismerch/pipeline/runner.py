@@ -45,11 +45,11 @@ class PhaseTimer:
 
 
 def _save_thumb(store_path: Path, sha: str, thumb) -> None:
-    final = store_path / "thumbs" / f"{sha}.webp"
+    final = store_path / "thumbs" / f"{sha}.jpg"
     if final.exists():
         return
     tmp = final.with_name(f".{sha}.{uuid.uuid4().hex}.tmp")
-    thumb.save(tmp, "WEBP", quality=80, method=0)
+    thumb.save(tmp, "JPEG", quality=85)
     os.replace(tmp, final)
 
 
