@@ -46,6 +46,7 @@ def run_demo(
     with Store.open(out / "store") as store:
         report = write_report(store, out / "report.html")
         predicted = predictions(store)
+        arrangement = _arrangement_summary(store)
     truth = json.loads(Path(catalog.truth_path).read_text())
     scores = score_against_truth(
         truth, predicted["colours"], predicted["groups"], predicted["flags"], failed=predicted["failed"]
@@ -65,5 +66,24 @@ def run_demo(
         "seconds_ingest": round(ingested - generated, 2),
         "seconds_total": round(time.perf_counter() - started, 2),
         "store": str(out / "store"),
+        "arrangement": arrangement,
     })
     return result
+
+
+def _arrangement_summary(store) -> dict[str, Any] | None:
+    """One collection arranged before/after: look-alike neighbours per grid width."""
+    from vismerch.merch.preview import arranged_before_after
+    from vismerch.report.html import _largest_collection
+
+    name = _largest_collection(store)
+    if name is None:
+        return None
+    done = arranged_before_after(store, name, columns=4, columns_set=(2, 3, 4, 5))
+    return {
+        "collection": name,
+        "lookalikes_before": done["before"]["lookalikes"],
+        "lookalikes_after": done["after"]["lookalikes"],
+        "business_kept": round(float(done["business"]["ratio"]), 4),
+        "preview": done["combined_png"],
+    }

@@ -78,3 +78,21 @@ def test_device_distributor_on_cpu_matches_local(folder, tmp_path):
     with Store.open(tmp_path / "local") as a, Store.open(tmp_path / "device") as b:
         assert a.tags() == b.tags()
         assert a.dup_groups() == b.dup_groups()
+
+
+@pytest.mark.slow
+def test_deferred_gpu_jpeg_path_falls_back_to_cpu_decode(folder, tmp_path):
+    """With nvJPEG deferral forced on a machine without it, every deferred JPEG takes the
+    safe CPU decoder in the consumer, and the store is the same as the plain path."""
+    from vismerch.pipeline.distributors.gpu import DeviceDistributor
+
+    root, bad, _ = folder
+    plain = ingest(root, tmp_path / "plain", workers=1, progress=False)
+    deferred = ingest(root, tmp_path / "deferred", workers=1, progress=False,
+                      distributor=DeviceDistributor(workers=1, devices=["cpu"], defer_jpeg=True))
+    assert deferred.ingested == plain.ingested and deferred.failed_by_reason == plain.failed_by_reason
+    with Store.open(tmp_path / "plain") as a, Store.open(tmp_path / "deferred") as b:
+        assert a.tags() == b.tags()
+        assert a.errors() == b.errors()
+        assert [p.width for p in a.products()] == [p.width for p in b.products()]
+        assert all(b.thumb_path(p.id) for p in b.products())

@@ -238,8 +238,16 @@ def demo_cmd(
     if json_out:
         _print_json(summary)
         return
+    flat = {k: v for k, v in summary.items() if not isinstance(v, dict)}
     _table("demo: accuracy against the ground truth", ["measure", "value"],
-           [[k, f"{v:.3f}" if isinstance(v, float) else v] for k, v in summary.items()])
+           [[k, f"{v:.3f}" if isinstance(v, float) else v] for k, v in flat.items()])
+    arranged = summary.get("arrangement")
+    if arranged:
+        console.print(
+            f"arranged collection [bold]{arranged['collection']}[/]: look-alike neighbours per width "
+            f"{arranged['lookalikes_before']} -> {arranged['lookalikes_after']}, "
+            f"business score kept {arranged['business_kept']:.1%} (preview {arranged['preview']})"
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,7 @@ distributor may run decode in CPU workers and encode next to the GPU.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import time
 import uuid
@@ -29,9 +30,11 @@ from vismerch.pipeline.tasks import IngestSpec, ItemResult, ShardResult, Task, T
 class DecodedTask:
     result: TaskResult
     # images still to encode: sha256 -> pixels, and which backend keys each one needs
-    pixels: dict[str, np.ndarray] = field(default_factory=dict)
+    pixels: dict[str, Any] = field(default_factory=dict)  # numpy (S, S, 3) or a device tensor
     needs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # JPEG bytes left for the GPU decoder (decode_task(..., defer_jpeg=True))
+    raw: dict[str, bytes] = field(default_factory=dict)
 
 
 class PhaseTimer:
@@ -53,8 +56,42 @@ def _save_thumb(store_path: Path, sha: str, thumb) -> None:
     os.replace(tmp, final)
 
 
-def decode_task(task: Task, spec: IngestSpec) -> DecodedTask:
-    """Read, hash and decode every item; refused images are recorded, never raised."""
+def _cpu_decode(data: bytes, sha: str, res: ItemResult, needs: tuple[str, ...], out: DecodedTask,
+                settings: dict[str, Any], store_path: Path, timer: PhaseTimer) -> None:
+    """Safe CPU decode of one image into ``out``; a refusal is recorded on ``res``."""
+    t = time.perf_counter()
+    try:
+        decoded = decode_image(
+            data,
+            working_size=settings["working_size"],
+            max_pixels=settings["max_pixels"],
+            thumb_size=settings["thumb_size"],
+        )
+    except DecodeError as exc:
+        res.reason, res.detail = exc.reason, exc.message
+        timer.add("decode", t)
+        return
+    except Exception as exc:  # a decoder bug must not stop the run
+        res.reason, res.detail = "decode-error", f"{type(exc).__name__}: {exc}"
+        timer.add("decode", t)
+        return
+    res.width, res.height, res.format = decoded.width, decoded.height, decoded.format
+    t = timer.add("decode", t)
+    if decoded.thumb is not None:
+        _save_thumb(store_path, sha, decoded.thumb)
+        timer.add("thumbs", t)
+    if needs:
+        out.pixels[sha] = decoded.pixels
+        out.needs[sha] = needs
+        out.sizes[sha] = (decoded.width, decoded.height)
+
+
+def decode_task(task: Task, spec: IngestSpec, defer_jpeg: bool = False) -> DecodedTask:
+    """Read, hash and decode every item; refused images are recorded, never raised.
+
+    With ``defer_jpeg`` (a GPU consumer has nvJPEG), upright baseline RGB/grey JPEGs under
+    the pixel limit are only header-checked here and left in ``raw`` for ``gpu_decode``.
+    """
     settings = spec.settings_dict()
     store_path = Path(spec.store_path)
     wanted = tuple(b.key for b in spec.backends)
@@ -77,7 +114,7 @@ def decode_task(task: Task, spec: IngestSpec) -> DecodedTask:
         t = timer.add("read", t)
         sha = hashlib.sha256(data).hexdigest()
         res.sha256, res.nbytes = sha, len(data)
-        t = timer.add("hash", t)
+        timer.add("hash", t)
         if sha in seen:  # the same bytes twice in one task: decode once
             first = seen[sha]
             res.width, res.height, res.format = first.width, first.height, first.format
@@ -85,31 +122,65 @@ def decode_task(task: Task, spec: IngestSpec) -> DecodedTask:
             continue
         seen[sha] = res
         needs = tuple(k for k in wanted if k not in task.featured.get(sha, ()))
-        try:
-            decoded = decode_image(
-                data,
-                working_size=settings["working_size"],
-                max_pixels=settings["max_pixels"],
-                thumb_size=settings["thumb_size"],
-            )
-        except DecodeError as exc:
-            res.reason, res.detail = exc.reason, exc.message
-            timer.add("decode", t)
+        if defer_jpeg and needs and _defer(data, settings, res):
+            out.raw[sha], out.needs[sha] = data, needs
+            out.sizes[sha] = (res.width, res.height)
             continue
-        except Exception as exc:  # a decoder bug must not stop the run
-            res.reason, res.detail = "decode-error", f"{type(exc).__name__}: {exc}"
-            timer.add("decode", t)
-            continue
-        res.width, res.height, res.format = decoded.width, decoded.height, decoded.format
-        t = timer.add("decode", t)
-        if decoded.thumb is not None:
-            _save_thumb(store_path, sha, decoded.thumb)
-            t = timer.add("thumbs", t)
-        if needs:
-            out.pixels[sha] = decoded.pixels
-            out.needs[sha] = needs
-            out.sizes[sha] = (decoded.width, decoded.height)
+        _cpu_decode(data, sha, res, needs, out, settings, store_path, timer)
     return out
+
+
+def _defer(data: bytes, settings: dict[str, Any], res: ItemResult) -> bool:
+    from PIL import Image
+
+    from vismerch.imaging.gpu_decode import gpu_decode_eligible
+
+    if not gpu_decode_eligible(data, settings["max_pixels"]):
+        return False
+    with Image.open(io.BytesIO(data)) as im:  # header only
+        res.width, res.height, res.format = im.width, im.height, "JPEG"
+    return True
+
+
+def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTask:
+    """Decode the deferred JPEGs on ``device`` (nvJPEG), make their thumbnails there, and
+    fall back to the safe CPU decoder for any the GPU could not decode."""
+    if not decoded.raw:
+        return decoded
+    from PIL import Image
+
+    from vismerch.imaging.gpu_decode import decode_jpegs_gpu, resize_square
+
+    settings = spec.settings_dict()
+    store_path = Path(spec.store_path)
+    timer = PhaseTimer(decoded.result.timings)
+    shas = list(decoded.raw)
+    datas = [decoded.raw[s] for s in shas]
+    t = time.perf_counter()
+    batch, done = decode_jpegs_gpu(datas, device, settings["working_size"], settings["max_pixels"])
+    t = timer.add("decode:gpu", t)
+    by_sha = {item.sha256: item for item in decoded.result.items if item.sha256 in decoded.raw}
+    for row, i in enumerate(done):
+        sha = shas[i]
+        decoded.pixels[sha] = batch[row]
+        width, height = decoded.sizes[sha]
+        side = min(settings["thumb_size"], settings["working_size"])
+        scale = side / max(width, height)
+        tw, th = max(1, round(width * scale)), max(1, round(height * scale))
+        small = resize_square([batch[row].permute(2, 0, 1)], max(tw, th))[0].cpu().numpy()
+        _save_thumb(store_path, sha, Image.fromarray(small).resize((tw, th), Image.Resampling.BILINEAR))
+    timer.add("thumbs", t)
+    for i in sorted(set(range(len(shas))) - set(done)):
+        sha = shas[i]
+        needs = decoded.needs.pop(sha)
+        _cpu_decode(datas[i], sha, by_sha[sha], needs, decoded, settings, store_path, timer)
+    for item in decoded.result.items:  # copies of the same bytes share the outcome
+        first = by_sha.get(item.sha256)
+        if first is not None and item is not first:
+            item.width, item.height, item.format = first.width, first.height, first.format
+            item.reason, item.detail = first.reason, first.detail
+    decoded.raw.clear()
+    return decoded
 
 
 def _describe_colour(columns: dict[str, np.ndarray], shas: list[str], sizes, settings, result) -> None:
@@ -135,6 +206,16 @@ def _describe_colour(columns: dict[str, np.ndarray], shas: list[str], sizes, set
         ]
 
 
+def _stack(images: list[Any]) -> Any:
+    """One batch from numpy images (CPU decode) and/or device tensors (GPU decode)."""
+    import torch
+
+    if all(isinstance(x, np.ndarray) for x in images):
+        return np.stack(images)
+    device = next(x.device for x in images if isinstance(x, torch.Tensor))
+    return torch.stack([torch.as_tensor(x).to(device) for x in images])
+
+
 def encode_task(decoded: DecodedTask, spec: IngestSpec, backends: dict[str, Any]) -> TaskResult:
     """Run each backend over the decoded images in batches and write one shard per backend."""
     import torch
@@ -152,16 +233,14 @@ def encode_task(decoded: DecodedTask, spec: IngestSpec, backends: dict[str, Any]
         columns: dict[str, list[np.ndarray]] = defaultdict(list)
         t = time.perf_counter()
         size = int(getattr(backend, "batch_size", None) or batch_size)
-        batches = (
-            np.stack([decoded.pixels[s] for s in shas[start:start + size]])
-            for start in range(0, len(shas), size)
-        )
+        batches = (_stack([decoded.pixels[s] for s in shas[start:start + size]])
+                   for start in range(0, len(shas), size))
         # a backend with encode_stream overlaps the next batch's host-to-device copy
         # with the current batch's compute; others take one batch at a time
         if hasattr(backend, "encode_stream"):
             outputs = backend.encode_stream(batches)
         else:
-            outputs = (backend.encode_images(torch.from_numpy(b)) for b in batches)
+            outputs = (backend.encode_images(torch.as_tensor(b)) for b in batches)
         for out in outputs:
             vectors.append(np.asarray(out.vectors, dtype=np.float32))
             for key, value in out.columns.items():

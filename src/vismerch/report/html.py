@@ -53,6 +53,7 @@ def _similar_strips(store: Store, ids: list[str]) -> list[dict[str, Any]]:
 
 
 def _largest_collection(store: Store) -> str | None:
+    """The largest collection with at least 8 products (the arranged example)."""
     from vismerch.merch.collections import list_collections
 
     sizes = [(c["size"], c["name"]) for c in list_collections(store) if c["size"] >= 8]

@@ -1,7 +1,9 @@
 """Device distributor: CPU decode workers feed one consumer thread per GPU.
 
 Decode (read, hash, safe decode, thumbnails) runs in a spawn process pool, so the GPU
-never waits on Pillow; each device has one consumer thread that owns its own backends
+never waits on Pillow; when torchvision's nvJPEG decoder is there, plain upright JPEGs are
+only header-checked in the pool and decoded on the GPU by the consumer (the rest still
+take the safe CPU decoder); each device has one consumer thread that owns its own backends
 (data-parallel inference: every GPU holds a full model replica) and runs
 ``encode_task``, whose ``encode_stream`` overlaps the next batch's pinned host-to-device
 copy with the current batch's compute. The same code runs with ``devices=["cpu"]``,
@@ -17,7 +19,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
-from vismerch.pipeline.runner import DecodedTask, decode_task, encode_task
+from vismerch.pipeline.runner import DecodedTask, decode_task, encode_task, gpu_decode
 from vismerch.pipeline.tasks import IngestSpec, Task, TaskResult
 from vismerch.pipeline.worker import backends_for, init_worker
 
@@ -34,23 +36,30 @@ def devices_for(device: str) -> list[str]:
     return [device]
 
 
-def _decode(task: Task, spec: IngestSpec) -> DecodedTask | TaskResult:
+def _decode(task: Task, spec: IngestSpec, defer_jpeg: bool) -> DecodedTask | TaskResult:
     try:
-        return decode_task(task, spec)
+        return decode_task(task, spec, defer_jpeg=defer_jpeg)
     except Exception as exc:  # the driver retries or records it
         return TaskResult(index=task.index, error=f"{type(exc).__name__}: {exc}")
 
 
 class DeviceDistributor:
-    def __init__(self, workers: int = 1, devices: list[str] | None = None):
+    def __init__(self, workers: int = 1, devices: list[str] | None = None,
+                 defer_jpeg: bool | None = None):
         self.workers = max(1, int(workers))
         self.devices = devices
+        self.defer_jpeg = defer_jpeg  # None: when the first device has an nvJPEG decoder
 
     def run(self, tasks: Iterable[Task], spec: IngestSpec) -> Iterator[TaskResult]:
         tasks = list(tasks)
         if not tasks:
             return
         devices = self.devices or devices_for(spec.device)
+        defer = self.defer_jpeg
+        if defer is None:
+            from vismerch.imaging.gpu_decode import gpu_jpeg_decoder
+
+            defer = gpu_jpeg_decoder(devices[0]) is not None
         work: queue.Queue = queue.Queue(maxsize=2 * len(devices))
         results: queue.Queue = queue.Queue()
 
@@ -61,6 +70,7 @@ class DeviceDistributor:
                     results.put(item)
                     continue
                 try:
+                    item = gpu_decode(item, local, device)
                     if item.needs:
                         results.put(encode_task(item, local, backends_for(local)))
                     else:
@@ -70,7 +80,7 @@ class DeviceDistributor:
 
         def feed(pool: ProcessPoolExecutor) -> None:
             try:
-                for decoded in pool.map(_decode, tasks, [spec] * len(tasks)):
+                for decoded in pool.map(_decode, tasks, [spec] * len(tasks), [defer] * len(tasks)):
                     work.put(decoded)
             except Exception as exc:  # a dead decode worker fails the tasks not yet fed
                 for task in tasks:
