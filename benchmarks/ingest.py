@@ -70,26 +70,31 @@ def _timed_pool(pool: ProcessPoolExecutor, fn, paths: list[str], workers: int, *
     return time.perf_counter() - start
 
 
-def make_catalog(root: Path, n: int) -> Path:
+def make_catalog(root: Path, n: int, size: int) -> Path:
     from vismerch.catalog.sample import generate_catalog
 
-    marker = root / f".complete-{n}"
+    marker = root / f".complete-{n}-{size}"
     if not marker.exists():
         shutil.rmtree(root, ignore_errors=True)
-        generate_catalog(root, n=n, seed=7, clean_only=True)
+        if size == 800:
+            generate_catalog(root, n=n, seed=7, clean_only=True)
+        else:  # the same clean JPEG catalog at another size
+            generate_catalog(root, n=n, seed=7, corrupt=False, flawed=False, duplicates=False,
+                             wrong_listed=False, size_range=(size, size), formats={"jpeg": 1.0})
         marker.write_text("ok")
     return root
 
 
-def run(n: int, workers: int, scale_n: int, out_dir: Path) -> dict:
+def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800) -> dict:
     from vismerch.config import load_settings
     from vismerch.pipeline.distributors.local import LocalDistributor
     from vismerch.pipeline.ingest import ingest
 
     settings = load_settings()
-    catalog = make_catalog(out_dir / f"catalog-{n}", n)
+    name = f"catalog-{n}" if size == 800 else f"catalog-{n}-{size}"
+    catalog = make_catalog(out_dir / name, n, size)
     images = sorted(str(p) for p in (catalog / "images").rglob("*") if p.suffix.lower() in {".jpg", ".jpeg"})
-    print(f"{len(images)} JPEGs, {workers} worker(s), working size {settings.working_size}")
+    print(f"{len(images)} {size}x{size} JPEGs, {workers} worker(s), working size {settings.working_size}")
 
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init) as pool:
@@ -103,7 +108,7 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path) -> dict:
     distributor = LocalDistributor(workers=workers)
     distributor.warm_up()
     # ingest the folder of JPEGs (not the manifest) so all three read the same files
-    folder = out_dir / f"jpegs-{n}"
+    folder = out_dir / f"jpegs-{n}-{size}"
     if not folder.exists():
         folder.mkdir(parents=True)
         for path in images:
@@ -120,6 +125,7 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path) -> dict:
     result = {
         "date": date.today().isoformat(),
         "images": count,
+        "size": size,
         "workers": workers,
         "cpu": os.cpu_count(),
         "floor_images_per_s": round(count / floor_s, 1),
@@ -160,13 +166,14 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--size", type=int, default=800, help="image side in px (800 as the issue asks)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--scale-n", type=int, default=1_000_000)
     parser.add_argument("--out", type=Path, default=HERE / "out")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    result = run(args.n, args.workers, args.scale_n, args.out)
+    result = run(args.n, args.workers, args.scale_n, args.out, args.size)
     path = args.json or args.out / "ingest.json"
     path.write_text(json.dumps(result, indent=2, default=str))
     print(f"\nwrote {path}")

@@ -9,38 +9,39 @@ import json
 
 import numpy as np
 
-from vismerch.catalog.store import Features, Store
+from vismerch.catalog.store import Features, Product, Store
 from vismerch.config import Settings
 
 AUDIT_COLUMNS = ("colour", "color")
 
 
-def refresh_audit(store: Store, features: Features, settings: Settings) -> int:
+def refresh_audit(store: Store, features: Features, settings: Settings,
+                  products: list[Product] | None = None) -> int:
     """Flag products whose listed colour disagrees with the image's dominant colour."""
-    from vismerch.features.colour import load_colour_table
-    from vismerch.features.quality import audit_listed_colours
-
-    if not len(features):
-        return 0
     row_of = {pid: i for i, pid in enumerate(features.ids)}
     listed_by_row: dict[int, str] = {}
-    for product in store.products():
+    for product in products if products is not None else store.products():
         listed = next((product.attributes.get(c) for c in AUDIT_COLUMNS if product.attributes.get(c)), None)
         if listed and product.id in row_of:
             listed_by_row[row_of[product.id]] = str(listed)
     rows_idx = sorted(listed_by_row)
-    results = audit_listed_colours(
-        [listed_by_row[i] for i in rows_idx],
-        features.columns["palette_lab"][rows_idx],
-        features.columns["palette_weight"][rows_idx],
-        load_colour_table(),
-        settings.audit_colour_delta,
-    )
-    rows = [
-        (features.ids[i], "colour", r.listed, r.observed, float(r.distance))
-        for i, r in zip(rows_idx, results, strict=True)
-        if r is not None and r.disagrees
-    ]
+    rows = []
+    if rows_idx:  # imports torch: only when some product lists a colour
+        from vismerch.features.colour import load_colour_table
+        from vismerch.features.quality import audit_listed_colours
+
+        results = audit_listed_colours(
+            [listed_by_row[i] for i in rows_idx],
+            features.columns["palette_lab"][rows_idx],
+            features.columns["palette_weight"][rows_idx],
+            load_colour_table(),
+            settings.audit_colour_delta,
+        )
+        rows = [
+            (features.ids[i], "colour", r.listed, r.observed, float(r.distance))
+            for i, r in zip(rows_idx, results, strict=True)
+            if r is not None and r.disagrees
+        ]
     with store.transaction() as con:
         con.execute("DELETE FROM audit WHERE kind = 'colour'")
         con.executemany(
@@ -49,14 +50,16 @@ def refresh_audit(store: Store, features: Features, settings: Settings) -> int:
     return len(rows)
 
 
-def refresh_indexes(store: Store, settings: Settings) -> dict[str, object]:
-    """One FAISS index per backend (newest fingerprint) under ``index/``; returns them."""
+def refresh_indexes(store: Store, settings: Settings,
+                    loaded: dict[str, Features] | None = None) -> dict[str, object]:
+    """One FAISS index per backend (newest fingerprint) under ``index/``; returns them.
+    ``loaded``: features the caller already read, by backend."""
     from vismerch.search.index import VectorIndex
 
     built: dict[str, object] = {}
     backends = [row[0] for row in store.db.execute("SELECT DISTINCT backend FROM shards").fetchall()]
     for backend in sorted(backends):
-        features = store.load_features(backend)
+        features = (loaded or {}).get(backend) or store.load_features(backend)
         if not len(features):
             continue
         index = VectorIndex.build(
@@ -73,7 +76,8 @@ def refresh_indexes(store: Store, settings: Settings) -> dict[str, object]:
     return built
 
 
-def refresh_duplicates(store: Store, features: Features, settings: Settings, index=None) -> int:
+def refresh_duplicates(store: Store, features: Features, settings: Settings, index=None,
+                       products: list[Product] | None = None) -> int:
     """Near-duplicate groups from perceptual hashes confirmed by colour-vector cosine."""
     from vismerch.merch.dedup import find_duplicate_groups
 
@@ -81,7 +85,7 @@ def refresh_duplicates(store: Store, features: Features, settings: Settings, ind
     if len(features) > 1:
         flags = store.quality()
         penalty = np.array([len(flags.get(pid, [])) for pid in features.ids], dtype=np.float32)
-        dims = {p.id: (p.width or 0) * (p.height or 0) for p in store.products()}
+        dims = {p.id: (p.width or 0) * (p.height or 0) for p in products or store.products()}
         resolution = np.array([dims.get(pid, 0) for pid in features.ids], dtype=np.float64)
         groups = find_duplicate_groups(
             features.ids,
@@ -114,11 +118,14 @@ def refresh_duplicates(store: Store, features: Features, settings: Settings, ind
 
 def refresh_derived(store: Store, settings: Settings) -> dict[str, object]:
     features = store.load_features("colour")
-    indexes = refresh_indexes(store, settings)
+    products = store.products()
+    indexes = refresh_indexes(store, settings, {"colour": features})
     out: dict[str, object] = {
-        "audit": refresh_audit(store, features, settings),
+        "audit": refresh_audit(store, features, settings, products),
         "indexes": {name: len(index) for name, index in indexes.items()},
-        "duplicate_groups": refresh_duplicates(store, features, settings, indexes.get("colour")),
+        "duplicate_groups": refresh_duplicates(
+            store, features, settings, indexes.get("colour"), products
+        ),
     }
     try:
         collections = importlib.import_module("vismerch.merch.collections")

@@ -1,5 +1,6 @@
 """Distributors decide only *where* ``run_task`` runs: in-process, a local process pool,
-or Ray. They yield TaskResults in completion order and never interpret them."""
+or CPU decode workers feeding one consumer per GPU (a Ray distributor will run the same
+stages). They yield TaskResults in completion order and never interpret them."""
 
 from __future__ import annotations
 
@@ -25,12 +26,6 @@ def _local(workers: int = 1, **_):
     return LocalDistributor(workers=workers)
 
 
-def _ray(workers: int = 1, **options):
-    from vismerch.pipeline.distributors.ray import RayDistributor
-
-    return RayDistributor(workers=workers, **options)
-
-
 def _device(workers: int = 1, devices: list[str] | None = None, **_):
     from vismerch.pipeline.distributors.gpu import DeviceDistributor
 
@@ -39,4 +34,3 @@ def _device(workers: int = 1, devices: list[str] | None = None, **_):
 
 DISTRIBUTORS.register("local", _local)
 DISTRIBUTORS.register("device", _device)
-DISTRIBUTORS.register("ray", _ray)
