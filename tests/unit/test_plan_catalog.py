@@ -205,3 +205,19 @@ def test_docs_cover_every_assumption_and_preset():
     missing = [a.name for a in ASSUMPTIONS if f"`{a.name}`" not in doc]
     missing += [name for name in PRESETS if f"`{name}`" not in doc]
     assert not missing, f"docs/planner.md does not document {missing}"
+
+
+def test_cpu_decode_rate_from_the_ingest_benchmark_needs_no_gpu(tmp_path, catalog):
+    """benchmarks/ingest.py writes a GPU-less decode record; it still calibrates the plan."""
+    bench = _write(tmp_path, {
+        "schema": "vismerch.bench/1", "date": "2026-12-02",
+        "results": [{"kernel": "decode", "images_per_s_per_core": 450.0}],
+    })
+    a = Assumptions({})
+    cal = load_calibration([bench], catalog, a)
+    assert cal.decode_per_core == pytest.approx(450.0)
+    kw = dict(images="50M", gpus=["h100"], assumptions=a, catalog=catalog)
+    before = make_plan(model="vit-b-16", **kw).options[0]
+    after = make_plan(model="vit-b-16", calibration=cal, **kw).options[0]
+    assert before.bound == after.bound == "decode"
+    assert after.hours == pytest.approx(before.hours * 150.0 / 450.0, rel=1e-3)

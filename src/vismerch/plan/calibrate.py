@@ -159,6 +159,11 @@ def _read_doc(doc: dict, path: str, catalog: Catalog, a: Assumptions, cal: Calib
         if not isinstance(entry, dict):
             cal.notes.append(f"{path}: result {i} is not an object; skipped")
             continue
+        if str(entry.get("kernel", "")).lower() in _DECODE_KERNELS:  # CPU work: no GPU needed
+            why = _read_decode(entry, decode)
+            if why:
+                cal.notes.append(f"{path}: result {i}: {why}")
+            continue
         gpu_key = _gpu_key(entry, catalog) or doc_gpu
         if gpu_key is None:
             cal.notes.append(f"{path}: result {i}: GPU {doc.get('device') or doc.get('gpu')!r} "
@@ -167,6 +172,20 @@ def _read_doc(doc: dict, path: str, catalog: Catalog, a: Assumptions, cal: Calib
         why = _read_entry(entry, gpu_key, stamp, catalog, a, cal, decode)
         if why:
             cal.notes.append(f"{path}: result {i}: {why}")
+
+
+_DECODE_KERNELS = ("decode", "jpeg_decode", "jpeg")
+
+
+def _read_decode(entry: dict, decode: list[float]) -> str | None:
+    """A CPU JPEG decode rate (benchmarks/ingest.py writes one); why it was skipped, or None."""
+    per_core = _first(entry, "images_per_s_per_core")
+    if per_core is None and _first(entry, "images_per_s") and _first(entry, "cores"):
+        per_core = _first(entry, "images_per_s") / _first(entry, "cores")
+    if not per_core:
+        return "decode without images_per_s_per_core"
+    decode.append(per_core)
+    return None
 
 
 def _gpu_key(entry: dict, catalog: Catalog) -> str | None:
@@ -199,14 +218,6 @@ def _read_entry(entry: dict, gpu_key: str, stamp: str, catalog: Catalog, a: Assu
         n = int(entry.get("gpus", gpu.gpus_per_node))
         link = gpu.intra_node_bytes_per_s / 1e9 if n <= gpu.gpus_per_node else gpu.scaleout_gb_s
         _keep_best(cal.comm, gpu_key, busbw / link, f"all-reduce {stamp}")
-        return None
-    if kernel in ("decode", "jpeg_decode", "jpeg"):
-        per_core = _first(entry, "images_per_s_per_core")
-        if per_core is None and _first(entry, "images_per_s") and _first(entry, "cores"):
-            per_core = _first(entry, "images_per_s") / _first(entry, "cores")
-        if not per_core:
-            return "decode without images_per_s_per_core"
-        decode.append(per_core)
         return None
     if precision is None or not gpu.supports(precision):
         return f"precision {raw_precision or '(missing)'!r} not usable on {gpu_key}"
