@@ -96,3 +96,15 @@ def test_deferred_gpu_jpeg_path_falls_back_to_cpu_decode(folder, tmp_path):
         assert a.errors() == b.errors()
         assert [p.width for p in a.products()] == [p.width for p in b.products()]
         assert all(b.thumb_path(p.id) for p in b.products())
+
+
+def test_cuda_without_a_gpu_is_a_usage_error_before_any_work(tmp_path):
+    import torch
+
+    from vismerch.errors import UsageError
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(UsageError, match="no CUDA device"):
+        ingest(tmp_path, tmp_path / "store", device="cuda", progress=False)
+    assert not (tmp_path / "store").exists()

@@ -177,6 +177,22 @@ def backend_specs(backends: list[str] | tuple[str, ...], options: dict[str, dict
     return tuple(specs)
 
 
+def _check_cuda(device: str) -> None:
+    """Fail before any work when CUDA was asked for and is not there."""
+    import torch
+
+    from vismerch.errors import UsageError
+
+    if not torch.cuda.is_available():
+        raise UsageError(
+            f"--device {device}: no CUDA device is available (torch {torch.__version__})",
+            hint="use --device cpu, or install a CUDA build of torch on a machine with a GPU",
+        )
+    index = device.partition(":")[2]
+    if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
+        raise UsageError(f"--device {device}: this machine has {torch.cuda.device_count()} GPU(s)")
+
+
 def ingest(
     source: str | os.PathLike,
     store_path: str | os.PathLike,
@@ -200,6 +216,8 @@ def ingest(
     overrides = {"workers": workers, "device": device}
     settings = settings.replace(**{k: v for k, v in overrides.items() if v is not None})
     n_workers = settings.workers or os.cpu_count() or 1
+    if settings.device.startswith("cuda"):
+        _check_cuda(settings.device)
     started = time.perf_counter()
 
     records = read_source(source)
