@@ -125,10 +125,10 @@ def decode_image(
     pixels = np.asarray(working, dtype=np.uint8)
     thumb = None
     if thumb_size:
-        # from the small working image, not the decoded one: a 256px resample costs a
-        # fraction of a second resample of the (draft) decode, and a thumbnail never
-        # needs more detail than the working size holds
+        # from the small working image, not the decoded one (a thumbnail never needs more
+        # detail than the working size holds); a square image at the working size is
+        # its own thumbnail, since a Pillow resample costs more than the JPEG encode
         scale = min(thumb_size, working_size) / max(width, height)
         size = (max(1, round(width * scale)), max(1, round(height * scale)))
-        thumb = working.resize(size, Image.Resampling.BILINEAR)
+        thumb = working if size == working.size else working.resize(size, Image.Resampling.BILINEAR)
     return DecodedImage(pixels=pixels, thumb=thumb, width=width, height=height, format=fmt)
