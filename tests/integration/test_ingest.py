@@ -108,3 +108,16 @@ def test_cuda_without_a_gpu_is_a_usage_error_before_any_work(tmp_path):
     with pytest.raises(UsageError, match="no CUDA device"):
         ingest(tmp_path, tmp_path / "store", device="cuda", progress=False)
     assert not (tmp_path / "store").exists()
+
+
+def test_a_new_colour_feature_version_refeatures_the_store(folder, tmp_path, monkeypatch):
+    """After an upgrade that changes the colour features, the next ingest redoes them."""
+    import vismerch.features.base as base
+
+    root, _, _ = folder
+    first = ingest(root / "good", tmp_path / "store", workers=1, progress=False)
+    same = ingest(root / "good", tmp_path / "store", workers=1, progress=False)
+    assert same.skipped == first.ingested and same.ingested == 0
+    monkeypatch.setattr(base, "COLOUR_VERSION", base.COLOUR_VERSION + 1)
+    upgraded = ingest(root / "good", tmp_path / "store", workers=1, progress=False)
+    assert upgraded.ingested == first.ingested and upgraded.skipped == 0

@@ -45,6 +45,11 @@ def fingerprint_key(fingerprint: dict[str, Any]) -> str:
     return json.dumps(fingerprint, sort_keys=True, separators=(",", ":"))
 
 
+# Version of the built-in colour backend's features, here (not in colour.py, which imports
+# torch) so the ingest planner can tell old features from new without loading the backend:
+# bump it whenever the colour features change and stores re-feature on their next ingest.
+COLOUR_VERSION = 2
+
 # name -> factory(settings, **options) -> FeatureBackend
 BACKENDS: Registry = Registry("backends")
 

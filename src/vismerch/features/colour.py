@@ -40,7 +40,7 @@ import torch.nn.functional as F
 
 from vismerch.errors import UsageError
 from vismerch.features import quality
-from vismerch.features.base import FeatureBatch
+from vismerch.features.base import COLOUR_VERSION, FeatureBatch
 from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
     MULTICOLOUR,
     ColourTable,
@@ -53,7 +53,7 @@ from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
 from vismerch.features.colourspace import ciede2000, lab_to_srgb, srgb_to_lab
 from vismerch.features.hashing import luma, pack_bits, phash_bits, structure_signature
 
-VERSION = 2  # 2: adds the 32x32 structure signature used to confirm duplicates
+VERSION = COLOUR_VERSION  # 2: adds the 32x32 structure signature used to confirm duplicates
 GRID = 64  # palette, mask, histogram and layout resolution
 BORDER = 2  # border ring width in grid cells (1/32 of the frame)
 PALETTE_K = 5

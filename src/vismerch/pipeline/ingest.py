@@ -157,7 +157,12 @@ def _failed_task_result(task: Task, error: str) -> TaskResult:
     )
 
 
-def _identity(options: dict[str, Any]) -> str:
+def _identity(name: str, options: dict[str, Any]) -> str:
+    """What the options do not say: the colour features' version, a local model's digest."""
+    if name == "colour":
+        from vismerch.features.base import COLOUR_VERSION
+
+        return f"v{COLOUR_VERSION}"
     model = options.get("model")
     if model and Path(str(model)).is_dir():
         from vismerch.features.neural import folder_digest
@@ -173,7 +178,7 @@ def backend_specs(backends: list[str] | tuple[str, ...], options: dict[str, dict
     specs = []
     for name in names:
         given = {k: v for k, v in options.get(name, {}).items() if v is not None}
-        specs.append(BackendSpec(name, tuple(sorted(given.items())), identity=_identity(given)))
+        specs.append(BackendSpec(name, tuple(sorted(given.items())), identity=_identity(name, given)))
     return tuple(specs)
 
 
