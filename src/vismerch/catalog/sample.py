@@ -55,14 +55,16 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
+import torch
 from PIL import Image, ImageFilter
 
 from vismerch.catalog import _sample_shapes as shapes
 from vismerch.errors import UsageError
+from vismerch.features.colournames import load_colour_table
+from vismerch.features.colourspace import ciede2000_np, parse_hex, srgb_to_lab
 
 VERSION = 1
 FLAG_NAMES = (
@@ -128,60 +130,23 @@ class SampleCatalog:
 
 
 # --------------------------------------------------------------------------- colours
-def _srgb_to_lab(rgb) -> np.ndarray:
-    c = np.asarray(rgb, np.float64) / 255.0
-    c = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
-    m = np.array([[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750],
-                  [0.0193339, 0.1191920, 0.9503041]])
-    xyz = c @ m.T / np.array([0.95047, 1.0, 1.08883])
-    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
-    return np.stack([116 * f[..., 1] - 16, 500 * (f[..., 0] - f[..., 1]),
-                     200 * (f[..., 1] - f[..., 2])], -1)
-
-
-def delta_e2000(lab1, lab2) -> np.ndarray:
-    """CIEDE2000 between Lab arrays (broadcasting); used to keep planted colours apart."""
-    L1, a1, b1 = np.moveaxis(np.asarray(lab1, np.float64), -1, 0)
-    L2, a2, b2 = np.moveaxis(np.asarray(lab2, np.float64), -1, 0)
-    cb = (np.hypot(a1, b1) + np.hypot(a2, b2)) / 2
-    g = 0.5 * (1 - np.sqrt(cb**7 / (cb**7 + 25.0**7)))
-    a1, a2 = (1 + g) * a1, (1 + g) * a2
-    c1, c2 = np.hypot(a1, b1), np.hypot(a2, b2)
-    h1, h2 = np.degrees(np.arctan2(b1, a1)) % 360, np.degrees(np.arctan2(b2, a2)) % 360
-    dh = h2 - h1
-    dh = np.where(dh > 180, dh - 360, np.where(dh < -180, dh + 360, dh))
-    dh = np.where(c1 * c2 == 0, 0, dh)
-    dhh = 2 * np.sqrt(c1 * c2) * np.sin(np.radians(dh / 2))
-    lb, cbp, hs = (L1 + L2) / 2, (c1 + c2) / 2, h1 + h2
-    hb = np.where(np.abs(h1 - h2) > 180, np.where(hs < 360, (hs + 360) / 2, (hs - 360) / 2), hs / 2)
-    hb = np.where(c1 * c2 == 0, hs, hb)
-    t = (1 - 0.17 * np.cos(np.radians(hb - 30)) + 0.24 * np.cos(np.radians(2 * hb))
-         + 0.32 * np.cos(np.radians(3 * hb + 6)) - 0.20 * np.cos(np.radians(4 * hb - 63)))
-    rc = 2 * np.sqrt(cbp**7 / (cbp**7 + 25.0**7))
-    rt = -np.sin(np.radians(60 * np.exp(-(((hb - 275) / 25) ** 2)))) * rc
-    sl = 1 + 0.015 * (lb - 50) ** 2 / np.sqrt(20 + (lb - 50) ** 2)
-    sc, sh = 1 + 0.045 * cbp, 1 + 0.015 * cbp * t
-    dl, dc, dhh = (L2 - L1) / sl, (c2 - c1) / sc, dhh / sh
-    return np.sqrt(dl**2 + dc**2 + dhh**2 + rt * dc * dhh)
-
-
-def load_colour_table() -> dict[str, tuple[int, int, int]]:
-    """The retail colour-name table (vismerch/data/colours.csv) as name -> sRGB."""
-    text = resources.files("vismerch").joinpath("data/colours.csv").read_text()
-    return {r["name"]: tuple(int(r["hex"][i:i + 2], 16) for i in (1, 3, 5))
-            for r in csv.DictReader(io.StringIO(text))}
-
-
 class _Palette:
+    """The colour table (sRGB per name) and the CIEDE2000 between every name and studio
+    backdrop, computed once: the generator asks for thousands of such distances."""
+
     def __init__(self) -> None:
-        self.rgb = load_colour_table()
-        self.names = list(self.rgb)
-        self.lab = {n: _srgb_to_lab(c) for n, c in self.rgb.items()}
+        table = load_colour_table()
+        self.names = list(table.names)
+        self.rgb = {n: parse_hex(h) for n, h in zip(table.names, table.hexes, strict=True)}
+        keys = [*self.names, *BACKDROPS]
+        backdrops = srgb_to_lab(torch.tensor(BACKDROPS, dtype=torch.uint8), dtype=torch.float64)
+        lab = np.concatenate([table.lab, backdrops.numpy()])
+        self._pos = {key: i for i, key in enumerate(keys)}
+        self._de = ciede2000_np(lab[:, None], lab[None])
 
     def de(self, a, b) -> float:
-        la = self.lab[a] if isinstance(a, str) else _srgb_to_lab(a)
-        lb = self.lab[b] if isinstance(b, str) else _srgb_to_lab(b)
-        return float(delta_e2000(la, lb))
+        """CIEDE2000 between two colour names or ``BACKDROPS`` entries."""
+        return float(self._de[self._pos[a], self._pos[b]])
 
     def pick_far(self, rng, base: str, min_de: float, pool=None) -> str:
         pool = [n for n in (pool or self.names) if n != base and self.de(n, base) >= min_de]
