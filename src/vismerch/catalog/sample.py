@@ -142,11 +142,21 @@ class _Palette:
         backdrops = srgb_to_lab(torch.tensor(BACKDROPS, dtype=torch.uint8), dtype=torch.float64)
         lab = np.concatenate([table.lab, backdrops.numpy()])
         self._pos = {key: i for i, key in enumerate(keys)}
+        self._lab = lab
         self._de = ciede2000_np(lab[:, None], lab[None])
 
     def de(self, a, b) -> float:
-        """CIEDE2000 between two colour names or ``BACKDROPS`` entries."""
-        return float(self._de[self._pos[a], self._pos[b]])
+        """CIEDE2000 between colour names and/or sRGB triples (names and ``BACKDROPS``
+        come from the table computed once)."""
+        if a in self._pos and b in self._pos:
+            return float(self._de[self._pos[a], self._pos[b]])
+        return float(ciede2000_np(self.lab(a), self.lab(b)))
+
+    def lab(self, colour) -> np.ndarray:
+        if colour in self._pos:
+            return self._lab[self._pos[colour]]
+        rgb = torch.tensor([float(v) for v in colour], dtype=torch.float64)
+        return srgb_to_lab(rgb, dtype=torch.float64).numpy()
 
     def pick_far(self, rng, base: str, min_de: float, pool=None) -> str:
         pool = [n for n in (pool or self.names) if n != base and self.de(n, base) >= min_de]
