@@ -59,6 +59,18 @@ def _to_rgb(im: Image.Image) -> Image.Image:
     return im.convert("RGB")  # L, 1, CMYK, YCbCr, LAB, HSV
 
 
+def thumbnail(working: Image.Image, width: int, height: int, thumb_size: int) -> Image.Image:
+    """The thumbnail of an image from its square working-size copy, aspect restored.
+
+    Made from the small working image, not the decoded one (a thumbnail never needs more
+    detail than the working size holds); a square image at the working size is its own
+    thumbnail, since a Pillow resample costs more than the JPEG encode.
+    """
+    scale = min(thumb_size, working.width) / max(width, height)
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    return working if size == working.size else working.resize(size, Image.Resampling.BILINEAR)
+
+
 def decode_image(
     data: bytes,
     working_size: int = 256,
@@ -123,12 +135,5 @@ def decode_image(
 
     working = im.resize((working_size, working_size), Image.Resampling.BILINEAR)
     pixels = np.asarray(working, dtype=np.uint8)
-    thumb = None
-    if thumb_size:
-        # from the small working image, not the decoded one (a thumbnail never needs more
-        # detail than the working size holds); a square image at the working size is
-        # its own thumbnail, since a Pillow resample costs more than the JPEG encode
-        scale = min(thumb_size, working_size) / max(width, height)
-        size = (max(1, round(width * scale)), max(1, round(height * scale)))
-        thumb = working if size == working.size else working.resize(size, Image.Resampling.BILINEAR)
+    thumb = thumbnail(working, width, height, thumb_size) if thumb_size else None
     return DecodedImage(pixels=pixels, thumb=thumb, width=width, height=height, format=fmt)

@@ -149,7 +149,8 @@ def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTa
         return decoded
     from PIL import Image
 
-    from vismerch.imaging.gpu_decode import decode_jpegs_gpu, resize_square
+    from vismerch.imaging.decode import thumbnail
+    from vismerch.imaging.gpu_decode import decode_jpegs_gpu
 
     settings = spec.settings_dict()
     store_path = Path(spec.store_path)
@@ -163,12 +164,9 @@ def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTa
     for row, i in enumerate(done):
         sha = shas[i]
         decoded.pixels[sha] = batch[row]
-        width, height = decoded.sizes[sha]
-        side = min(settings["thumb_size"], settings["working_size"])
-        scale = side / max(width, height)
-        tw, th = max(1, round(width * scale)), max(1, round(height * scale))
-        small = resize_square([batch[row].permute(2, 0, 1)], max(tw, th))[0].cpu().numpy()
-        _save_thumb(store_path, sha, Image.fromarray(small).resize((tw, th), Image.Resampling.BILINEAR))
+        if settings["thumb_size"]:
+            working = Image.fromarray(batch[row].cpu().numpy())
+            _save_thumb(store_path, sha, thumbnail(working, *decoded.sizes[sha], settings["thumb_size"]))
     timer.add("thumbs", t)
     for i in sorted(set(range(len(shas))) - set(done)):
         sha = shas[i]
