@@ -35,7 +35,7 @@ def run_demo(
     from vismerch.catalog.sample import generate_catalog
     from vismerch.catalog.store import Store
     from vismerch.pipeline.ingest import ingest
-    from vismerch.report.html import write_report
+    from vismerch.report.html import arranged_collection, write_report
 
     out = Path(out)
     started = time.perf_counter()
@@ -44,9 +44,9 @@ def run_demo(
     summary = ingest(catalog.manifest_path, out / "store", workers=workers, progress=progress)
     ingested = time.perf_counter()
     with Store.open(out / "store") as store:
-        report = write_report(store, out / "report.html")
+        arranged = arranged_collection(store)
+        report = write_report(store, out / "report.html", arrangement=arranged)
         predicted = predictions(store)
-        arrangement = _arrangement_summary(store)
     truth = json.loads(Path(catalog.truth_path).read_text())
     scores = score_against_truth(
         truth, predicted["colours"], predicted["groups"], predicted["flags"], failed=predicted["failed"]
@@ -66,22 +66,17 @@ def run_demo(
         "seconds_ingest": round(ingested - generated, 2),
         "seconds_total": round(time.perf_counter() - started, 2),
         "store": str(out / "store"),
-        "arrangement": arrangement,
+        "arrangement": _arrangement_summary(arranged),
     })
     return result
 
 
-def _arrangement_summary(store) -> dict[str, Any] | None:
-    """One collection arranged before/after: look-alike neighbours per grid width."""
-    from vismerch.merch.preview import arranged_before_after
-    from vismerch.report.html import _largest_collection
-
-    name = _largest_collection(store)
-    if name is None:
-        return None
-    done = arranged_before_after(store, name, columns=4, columns_set=(2, 3, 4, 5))
+def _arrangement_summary(done: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The report's arranged collection in short: look-alike neighbours per grid width."""
+    if done is None or "error" in done:
+        return done
     return {
-        "collection": name,
+        "collection": done["collection"],
         "lookalikes_before": done["before"]["lookalikes"],
         "lookalikes_after": done["after"]["lookalikes"],
         "business_kept": round(float(done["business"]["ratio"]), 4),

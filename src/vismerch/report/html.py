@@ -60,13 +60,11 @@ def _largest_collection(store: Store) -> str | None:
     return max(sizes)[1] if sizes else None
 
 
-def _arrangement(store: Store, collection: str | None = None) -> dict[str, Any] | None:
-    """One arranged collection, before (score order) and after (vismerch), with the
-    look-alike neighbour counts per grid width."""
-    try:
-        from vismerch.merch.preview import arranged_before_after
-    except ImportError:
-        return None
+def arranged_collection(store: Store, collection: str | None = None) -> dict[str, Any] | None:
+    """One arranged collection (default: the largest), before (score order) and after
+    (vismerch), with the look-alike neighbour counts per grid width."""
+    from vismerch.merch.preview import arranged_before_after
+
     try:
         collection = collection or _largest_collection(store)
         if collection is None:
@@ -79,7 +77,8 @@ def _arrangement(store: Store, collection: str | None = None) -> dict[str, Any] 
     return result
 
 
-def build_context(store: Store, collection: str | None = None) -> dict[str, Any]:
+def build_context(store: Store, collection: str | None = None,
+                  arrangement: dict[str, Any] | None = None) -> dict[str, Any]:
     products = store.products(status=None)
     ok = [p for p in products if p.status == "ok"]
     errors = store.errors()
@@ -120,20 +119,22 @@ def build_context(store: Store, collection: str | None = None) -> dict[str, Any]
         "groups_total": len(groups),
         "audit": store.audit()[:MAX_FLAGGED],
         "similar": _similar_strips(store, [p.id for p in ok]),
-        "arrangement": _arrangement(store, collection),
+        "arrangement": arrangement or arranged_collection(store, collection),
         "titles": {p.id: p.title or p.id for p in products},
     }
     return context
 
 
-def write_report(store: Store, output: str | os.PathLike, collection: str | None = None) -> Path:
-    """Write the report; ``collection`` picks the arranged example (default: the largest)."""
+def write_report(store: Store, output: str | os.PathLike, collection: str | None = None,
+                 arrangement: dict[str, Any] | None = None) -> Path:
+    """Write the report; ``collection`` picks the arranged example (default: the largest),
+    ``arrangement`` passes one the caller already made with ``arranged_collection``."""
     env = Environment(
         loader=PackageLoader("vismerch.report", "templates"),
         autoescape=select_autoescape(["html"]),
     )
     template = env.get_template("report.html")
-    context = build_context(store, collection)
+    context = build_context(store, collection, arrangement)
     html = template.render(thumb=_Thumbs(store), data_uri=_data_uri, **context)
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
