@@ -42,7 +42,6 @@ from vismerch.merch.explain import (
     BreakpointReport,
     SkipCause,
     breakpoint_reports,
-    count_lookalikes,
     dcg,
     slot_reason,
 )
@@ -297,7 +296,7 @@ def arrange(
     widest = max(widths)
     first_screen = opts.first_screen if opts.first_screen is not None else 2 * widest
     D = opts.business_depth
-    top = score[items[: 2 * max(D, opts.window)]] if items.size else np.zeros(0)
+    top = score[items[: 2 * max(D, opts.window)]]
     sigma = float(top.max() - top.min()) if top.size > 1 else 0.0
     sigma = max(sigma, 1e-6 * max(1.0, float(np.abs(score).max(initial=0.0))), 1e-9)
     sentinel = np.array([-1], np.int64)
@@ -420,23 +419,3 @@ def _explain(pb: Problem, order: np.ndarray, plain: np.ndarray,
                              cause=causes.get(item), notes=extra)
         slots.append(Slot(p + 1, pb.ids[item], reason, kind, score_l[item], rank, pp))
     return slots
-
-
-def lookalike_counts(arrangement: Arrangement, vectors: np.ndarray | None, widths: Sequence[int],
-                     threshold: float, depth: int) -> dict[int, dict[str, int]]:
-    """Look-alike neighbours in the first ``depth`` positions: plain vs arranged, per width."""
-    if vectors is None:
-        return {c: {"plain": 0, "arranged": 0} for c in widths}
-    return {
-        c: {"plain": count_lookalikes(vectors[arrangement.plain_order], c, threshold, depth),
-            "arranged": count_lookalikes(vectors[arrangement.order], c, threshold, depth)}
-        for c in widths
-    }
-
-
-def arrange_collection(store: Any, name: str, **kwargs: Any) -> Any:
-    """Arrange a stored collection (rules, scores, vectors from the store); see
-    ``vismerch.merch.layout.arrange_collection`` for the keyword arguments."""
-    from vismerch.merch.layout import arrange_collection as run
-
-    return run(store, name, **kwargs)

@@ -83,7 +83,7 @@ def product_records(store: Any, products: Sequence[Any] | None = None) -> list[d
             "colour_family": family_of(names[0]) if names else None,
             "flags": flagged,
             "flagged": bool(flagged),
-            "in_stock": p.stock is None or (p.stock or 0) > 0,
+            "in_stock": p.stock is None or p.stock > 0,
             "duplicate": group is not None,
             "representative": bool(group and group[1]),
             "duplicate_group": group[0] if group else None,
@@ -301,10 +301,11 @@ def create_collection(store: Any, name: str, *, where: str | None = None,
         raise UsageError(f"a collection named {name!r} already exists",
                          hint="pick another name or delete it first")
     found = _members(kind, definition, _Index(records))
+    stamp = now()
     with store.transaction() as con:
         con.execute("INSERT INTO collections (name, kind, definition, auto, created_at, "
                     "refreshed_at) VALUES (?, ?, ?, 0, ?, ?)",
-                    (name, kind, json.dumps(definition), now(), now()))
+                    (name, kind, json.dumps(definition), stamp, stamp))
         con.executemany("INSERT INTO collection_members (collection, product_id) VALUES (?, ?)",
                         [(name, pid) for pid in found])
     return {"name": name, "kind": kind, "definition": definition, "size": len(found)}

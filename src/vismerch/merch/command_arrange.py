@@ -44,6 +44,14 @@ def _say(text: str) -> None:
     Console().print(text)
 
 
+def _done(data: Any, json_out: bool, text: str) -> None:
+    """The result as JSON with --json, else one line for people."""
+    if json_out:
+        _print_json(data)
+    else:
+        _say(text)
+
+
 def _open(store: Path):
     from vismerch.catalog.store import Store
 
@@ -85,31 +93,21 @@ def collections_cmd(
         if where is None and column is None:
             raise UsageError("--create needs --where EXPR or --column COL --value VALUE")
         made = colls.create_collection(st, create, where=where, column=column, value=value)
-        if json_out:
-            _print_json(made)
-        else:
-            _say(f"created [bold]{made['name']}[/] ({made['kind']}): {made['size']} products")
+        _done(made, json_out,
+              f"created [bold]{made['name']}[/] ({made['kind']}): {made['size']} products")
         return
     if from_column:
         out = colls.add_collection_column(st, from_column)
-        if json_out:
-            _print_json(out)
-        else:
-            _say(f"collections from column {from_column}: created {', '.join(out['created']) or 'none'}")
+        _done(out, json_out,
+              f"collections from column {from_column}: created {', '.join(out['created']) or 'none'}")
         return
     if delete:
         out = colls.delete_collection(st, delete)
-        if json_out:
-            _print_json(out)
-        else:
-            _say(f"deleted {delete} ({out['rules_removed']} scoped rules removed)")
+        _done(out, json_out, f"deleted {delete} ({out['rules_removed']} scoped rules removed)")
         return
     if members:
         ids = colls.members(st, members)
-        if json_out:
-            _print_json(ids)
-        else:
-            _say("\n".join(ids) or "(empty)")
+        _done(ids, json_out, "\n".join(ids) or "(empty)")
         return
     if refresh:
         colls.refresh_collections(st)
@@ -165,7 +163,7 @@ def arrange_cmd(
     from vismerch.config import load_settings
     from vismerch.merch import versions
     from vismerch.merch.layout import arrange_collection, collection_vectors
-    from vismerch.merch.preview import html_page, mosaic
+    from vismerch.merch.preview import html_page, lookalike_pairs, mosaic
 
     st = _open(store)
     result = arrange_collection(st, collection, columns=columns, columns_set=columns_set,
@@ -182,8 +180,6 @@ def arrange_cmd(
         tau = float(arr.params["lookalike_cosine"])
         vectors = collection_vectors(st, arr.ids, result.backend)
         if preview:
-            from vismerch.merch.preview import lookalike_pairs
-
             mosaic(st, arr.ids, columns, rows, title=f"{collection} · {mode} · {columns} columns",
                    lookalikes=lookalike_pairs(vectors, columns, tau, columns * rows)).save(preview)
         if html_out:
@@ -253,10 +249,7 @@ def rules_add(
 
     rule = add_rule(_open(store), kind, scope=collection, condition=where, product_id=product,
                     position=position, factor=factor, oos_policy=oos, note=note)
-    if json_out:
-        _print_json(rule.as_dict())
-    else:
-        _say(f"added {rule.describe()}")
+    _done(rule.as_dict(), json_out, f"added {rule.describe()}")
 
 
 @rules_app.command("list")

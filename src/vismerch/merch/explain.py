@@ -130,12 +130,10 @@ def slot_reason(*, kind: str, score: float, rank: int, position: int, plain_posi
     if kind == "pinned":
         by = notes.pop(0)[len("pinned "):] if notes and notes[0].startswith("pinned by ") else ""
         parts.append(f"pinned to position {position}" + (f" {by}" if by else ""))
-    elif kind == "substitute":
-        parts.append(f"fills pinned position {position}")
     else:
         parts.append(f"score {score:.3f} (rank {rank})")
     parts.extend(notes)
-    if kind in ("pinned", "substitute"):
+    if kind == "pinned":
         return "; ".join(parts)
     if position > plain_position:
         if cause is not None:

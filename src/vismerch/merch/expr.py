@@ -292,7 +292,7 @@ class _Parser:
             negate = True
         if self._is("kw", "in"):
             op = self._advance()
-            right = self._list() if self._is("op", "[") else self._operand(after=op)
+            right = self._operand(after=op)
             if negate:
                 return lambda r: not _member(left(r), right(r))
             return lambda r: _member(left(r), right(r))
@@ -348,8 +348,7 @@ class _Parser:
                     raise self._fail(f"expected ']' to close the '[' at column {open_tok.pos + 1}")
                 raise self._fail(f"expected ',' or ']' in the list, found {self._describe(self.tok)}")
         self._advance()
-        frozen = list(items)
-        return lambda r: frozen
+        return lambda r: items
 
 
 def _field_getter(name: str) -> Getter:

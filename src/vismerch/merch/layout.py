@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from vismerch.config import SETTINGS
 from vismerch.errors import UsageError
 from vismerch.merch import collections as colls
 from vismerch.merch import rules as rules_mod
@@ -24,13 +25,7 @@ from vismerch.merch.scoring import score_products
 
 VISUAL_BACKENDS = ("siglip", "clip", "openclip", "colour")
 
-# settings read from vismerch.config when present (name -> default)
-SETTING_DEFAULTS = {
-    "arrange_lookalike_cosine": 0.9,
-    "arrange_window": 32,
-    "arrange_business_floor": 0.98,
-    "arrange_first_screen_rows": 2,
-}
+_DEFAULTS = {s.name: s.default for s in SETTINGS}  # used when no settings are passed
 
 
 @dataclass
@@ -69,7 +64,7 @@ def _setting(settings: Any, name: str) -> Any:
         value = getattr(settings, name, None)
         if value is not None:
             return value
-    return SETTING_DEFAULTS[name]
+    return _DEFAULTS[name]
 
 
 def pick_backend(store: Any, backend: str | None = None) -> str | None:

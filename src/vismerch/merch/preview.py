@@ -176,7 +176,6 @@ def arranged_before_after(store: Any, collection: str, out_dir: str | Path | Non
     html, business}``; ``lookalikes`` counts look-alike neighbour pairs in the first 48
     positions per width.
     """
-    from vismerch.merch.explain import count_lookalikes
     from vismerch.merch.layout import arrange_collection, collection_vectors
 
     out = Path(out_dir) if out_dir is not None else Path(store.path) / "previews"
@@ -206,14 +205,14 @@ def arranged_before_after(store: Any, collection: str, out_dir: str | Path | Non
                               subtitle="hover a tile for its reason; red outlines mark "
                               "look-alike neighbours at the chosen width",
                               vectors=v_after, threshold=tau))
-
-    def counts(v: np.ndarray | None) -> dict[int, int]:
-        return {c: count_lookalikes(v, c, tau, depth) if v is not None else 0 for c in widths}
-
+    # the arrangement already counted both orders' look-alikes in depth at every width
+    report = {b.columns: b for b in arr.breakpoints}
     return {
         "collection": collection, "columns": columns, "widths": widths, "mode": mode,
-        "before": {"png": str(before_png), "ids": ids_before, "lookalikes": counts(v_before)},
-        "after": {"png": str(after_png), "ids": ids_after, "lookalikes": counts(v_after)},
+        "before": {"png": str(before_png), "ids": ids_before,
+                   "lookalikes": {c: report[c].plain_in_depth for c in widths}},
+        "after": {"png": str(after_png), "ids": ids_after,
+                  "lookalikes": {c: report[c].in_depth for c in widths}},
         "combined_png": str(combined_png), "html": str(page), "business": arr.business,
         "depth": depth, "lookalike_cosine": tau,
     }

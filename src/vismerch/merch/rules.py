@@ -109,10 +109,9 @@ def add_rule(store: Any, kind: str, *, scope: str | None = None, condition: str 
                 True, note, now())
     validate(rule)
     if scope:
-        row = store.db.execute("SELECT 1 FROM collections WHERE name = ?", (scope,)).fetchone()
-        if row is None:
-            raise UsageError(f"no collection named {scope!r}",
-                             hint="list them with: vismerch collections STORE")
+        from vismerch.merch.collections import get_collection  # it imports ``now`` from here
+
+        get_collection(store, scope)
     with store.transaction() as con:
         cur = con.execute(
             "INSERT INTO rules (kind, scope, condition, product_id, position, factor, oos_policy,"
