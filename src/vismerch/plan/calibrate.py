@@ -34,7 +34,7 @@ from typing import Any
 from vismerch.errors import UsageError
 from vismerch.plan.assumptions import Assumptions
 from vismerch.plan.hardware import Catalog
-from vismerch.plan.parallel import WEIGHT_BYTES
+from vismerch.plan.parallel import WEIGHT_BYTES, activation_bytes, dp_link
 from vismerch.plan.roofline import PEAK_KEY, Efficiency
 from vismerch.plan.workloads import PRESETS, ViTConfig, get_model
 
@@ -48,6 +48,7 @@ _PRECISION = {
 _MEMORY_KERNELS = {"scan", "copy", "triad", "stream", "memcpy", "bandwidth", "hbm"}
 _MATMUL_KERNELS = {"matmul", "gemm", "mm"}
 _COMM_KERNELS = {"allreduce", "all_reduce", "all-reduce", "nccl"}
+_DECODE_KERNELS = {"decode", "jpeg_decode", "jpeg"}
 
 
 def _first(entry: dict, *keys: str) -> float | None:
@@ -169,12 +170,9 @@ def _read_doc(doc: dict, path: str, catalog: Catalog, a: Assumptions, cal: Calib
             cal.notes.append(f"{path}: result {i}: GPU {doc.get('device') or doc.get('gpu')!r} "
                              "not in the catalog; skipped (add it with --hardware)")
             continue
-        why = _read_entry(entry, gpu_key, stamp, catalog, a, cal, decode)
+        why = _read_entry(entry, gpu_key, stamp, catalog, a, cal)
         if why:
             cal.notes.append(f"{path}: result {i}: {why}")
-
-
-_DECODE_KERNELS = ("decode", "jpeg_decode", "jpeg")
 
 
 def _read_decode(entry: dict, decode: list[float]) -> str | None:
@@ -199,7 +197,7 @@ def _gpu_key(entry: dict, catalog: Catalog) -> str | None:
 
 
 def _read_entry(entry: dict, gpu_key: str, stamp: str, catalog: Catalog, a: Assumptions,
-                cal: Calibration, decode: list[float]) -> str | None:
+                cal: Calibration) -> str | None:
     """Fold one result into ``cal``; return why it was skipped, or None."""
     gpu = catalog.get(gpu_key)
     kernel = str(entry.get("kernel", "")).lower()
@@ -216,8 +214,8 @@ def _read_entry(entry: dict, gpu_key: str, stamp: str, catalog: Catalog, a: Assu
         if not busbw:
             return "all-reduce without busbw_gb_per_s"
         n = int(entry.get("gpus", gpu.gpus_per_node))
-        link = gpu.intra_node_bytes_per_s / 1e9 if n <= gpu.gpus_per_node else gpu.scaleout_gb_s
-        _keep_best(cal.comm, gpu_key, busbw / link, f"all-reduce {stamp}")
+        link_gb_s = dp_link(gpu, n)[0] / 1e9  # the hop the model's all-reduce time uses
+        _keep_best(cal.comm, gpu_key, busbw / link_gb_s, f"all-reduce {stamp}")
         return None
     if precision is None or not gpu.supports(precision):
         return f"precision {raw_precision or '(missing)'!r} not usable on {gpu_key}"
@@ -253,7 +251,7 @@ def _read_model(entry: dict, gpu_key: str, precision: str, stamp: str, catalog: 
         return None
     gpu = catalog.get(gpu_key)
     batch = _first(entry, "batch_size", "batch") or a.embed_batch
-    act_bytes = 4.0 if precision in ("fp32", "tf32") else a.act_bytes
+    act_bytes = activation_bytes(precision, a)
     ideal_c = model.forward_flops() / gpu.peak_flops(precision)
     traffic = model.activation_traffic(act_bytes) + model.params() * WEIGHT_BYTES[precision] / batch
     ideal_m = traffic / gpu.mem_bytes_per_s

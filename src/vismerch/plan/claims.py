@@ -12,8 +12,7 @@ from typing import Any
 from vismerch.plan import parallel
 from vismerch.plan.assumptions import Assumptions
 from vismerch.plan.hardware import Catalog
-from vismerch.plan.planner import Option, make_plan
-from vismerch.plan.roofline import Efficiency
+from vismerch.plan.planner import Option, efficiency_for, make_plan
 from vismerch.plan.workloads import PRESETS
 
 
@@ -94,7 +93,7 @@ def pipeline_bubble_claim(low: float = 0.15, high: float = 0.30) -> dict[str, An
 def dp_comm_bound(catalog: Catalog, a: Assumptions, gpu_key: str = "h100",
                   global_batch: float = 4096) -> dict[str, Any]:
     gpu = catalog.get(gpu_key)
-    eff = Efficiency(a.compute_eff("bf16"), a.memory_eff, a.comm_eff)
+    eff = efficiency_for(gpu, "bf16", a, None)
     gpu_only = a.replace(decode_per_core=0)
     found = {}
     for name in ("vit-b-16", "vit-l-14", "vit-g-14"):

@@ -33,9 +33,14 @@ class Ownership:
         return self.fixed_usd_per_year / (HOURS_PER_YEAR * utilisation) + self.busy_usd_per_hour
 
 
+def _power_kw(gpu: GPU, a: Assumptions) -> float:
+    """Wall power of one busy GPU with its share of the server and cooling."""
+    return gpu.tdp_w * a.host_power_factor * a.pue / 1000
+
+
 def ownership(gpu: GPU, a: Assumptions) -> Ownership:
     capex = gpu.purchase_usd * (1 + a.server_overhead)
-    power_kw = gpu.tdp_w * a.host_power_factor * a.pue / 1000
+    power_kw = _power_kw(gpu, a)
     idle_energy = power_kw * a.idle_power_fraction * HOURS_PER_YEAR * a.electricity_usd_per_kwh
     fixed = capex * (1 - a.residual_fraction) / a.years + capex * a.ops_fraction + idle_energy
     busy = power_kw * (1 - a.idle_power_fraction) * a.electricity_usd_per_kwh
@@ -61,8 +66,7 @@ def breakeven_months(gpu: GPU, a: Assumptions) -> float | None:
     own = ownership(gpu, a)
     busy_hours = HOURS_PER_MONTH * a.utilisation
     running = own.capex_usd * a.ops_fraction / 12 + own.busy_usd_per_hour * busy_hours
-    power_kw = gpu.tdp_w * a.host_power_factor * a.pue / 1000
-    running += power_kw * a.idle_power_fraction * HOURS_PER_MONTH * a.electricity_usd_per_kwh
+    running += _power_kw(gpu, a) * a.idle_power_fraction * HOURS_PER_MONTH * a.electricity_usd_per_kwh
     saving = rent_usd_per_gpu_hour(gpu, a) * busy_hours - running
     return own.capex_usd / saving if saving > 0 else None
 

@@ -24,6 +24,7 @@ NUMERIC_FIELDS: tuple[str, ...] = (
     "memory_gb", "hbm_tb_s", "nvlink_gb_s", "nvlink_domain", "pcie_gb_s", "scaleout_gb_s",
     "gpus_per_node", "tdp_w", "rent_usd_per_h", "purchase_usd",
 )
+_INT_FIELDS = ("nvlink_domain", "gpus_per_node")
 _REQUIRED = ("name", "arch", "memory_gb", "hbm_tb_s", "tdp_w", "rent_usd_per_h", "purchase_usd")
 
 
@@ -88,7 +89,7 @@ class GPU:
 
     def figures(self) -> list[str]:
         """Names of every numeric figure of this entry (for the every-figure-sourced check)."""
-        names = [f for f in NUMERIC_FIELDS if getattr(self, f) is not None]
+        names = list(NUMERIC_FIELDS)
         names += [f"tflops.{p}" for p in self.tflops]
         if self.rent_range_usd_per_h is not None:
             names.append("rent_range_usd_per_h")
@@ -105,7 +106,7 @@ def _gpu_from_table(key: str, table: Mapping[str, Any], origin: str) -> GPU:
     try:
         tflops = {str(p): float(v) for p, v in dict(table["tflops"]).items()}
         values = {f: float(table[f]) for f in NUMERIC_FIELDS if f in table}
-        for f in ("nvlink_domain", "gpus_per_node"):
+        for f in _INT_FIELDS:
             if f in values:
                 values[f] = int(values[f])
         rng = table.get("rent_range_usd_per_h")
@@ -186,7 +187,7 @@ class Catalog:
                 if name.startswith("tflops."):
                     tflops[name.split(".", 1)[1]] = number
                 elif name in NUMERIC_FIELDS:
-                    changes[name] = int(number) if name in ("nvlink_domain", "gpus_per_node") else number
+                    changes[name] = int(number) if name in _INT_FIELDS else number
                 else:
                     raise UsageError(f"--set {raw_key}.{name}: unknown GPU field",
                                      hint="fields: " + ", ".join(NUMERIC_FIELDS + ("tflops.<precision>",)))

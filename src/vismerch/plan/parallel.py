@@ -27,6 +27,11 @@ OPTIMIZER_BYTES_PER_PARAM = 16  # bf16 weights + bf16 grads + fp32 master + Adam
 WEIGHT_BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 0.5625}
 
 
+def activation_bytes(precision: str, a: Assumptions) -> float:
+    """Bytes per activation element: fp32/tf32 runs keep 4, lower precisions ``a.act_bytes``."""
+    return 4.0 if precision in ("fp32", "tf32") else a.act_bytes
+
+
 def ring_allreduce_s(nbytes: float, n: int, link_bytes_per_s: float, comm_eff: float = 1.0) -> float:
     """Seconds for a ring all-reduce of ``nbytes`` over ``n`` ranks."""
     if n <= 1:
@@ -94,7 +99,7 @@ def dp_step(
     batch = (global_batch or a.global_batch) / n
     params = model.params()
     flops = 3 * model.forward_flops() * batch  # forward + backward (2x)
-    act_bytes = 4.0 if precision in ("fp32", "tf32") else a.act_bytes
+    act_bytes = activation_bytes(precision, a)
     traffic = 3 * model.activation_traffic(act_bytes) * batch
     traffic += params * (2 * WEIGHT_BYTES[precision] + 2 * OPTIMIZER_BYTES_PER_PARAM)
     timing = roofline(flops, traffic, gpu, precision, eff)
@@ -137,7 +142,7 @@ def tensor_parallel_efficiency(
     """Useful fraction of a TP group's time: per-GPU compute / (compute + all-reduces)."""
     if t <= 1:
         return 1.0
-    act_bytes = 4.0 if precision in ("fp32", "tf32") else a.act_bytes
+    act_bytes = activation_bytes(precision, a)
     flops = model.forward_flops() * batch * (3 if training else 1)
     traffic = model.activation_traffic(act_bytes) * batch * (3 if training else 1)
     compute = roofline(flops / t, traffic / t, gpu, precision, eff).seconds

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vismerch.errors import UsageError
@@ -22,6 +22,9 @@ from vismerch.plan.units import parse_count, parse_duration
 from vismerch.plan.workloads import SearchShape, ViTConfig, get_model
 
 WORKLOADS = ("embed", "search", "finetune")
+# stored search vectors: element bytes <-> the precision they are scanned in
+_VECTOR_PRECISION = {4.0: "fp32", 2.0: "fp16", 1.0: "int8"}
+_VECTOR_BYTES = {p: b for b, p in _VECTOR_PRECISION.items()}
 PRECISION_NOTES = {
     "fp8": "FP8: vismerch's precision guard keeps it only if embeddings stay at mean cosine "
            ">= 0.995 against bf16, else steps back to bf16.",
@@ -136,8 +139,7 @@ def resolve_precision(gpu: GPU, requested: str, workload: Workload) -> tuple[str
         raise UsageError(f"unknown precision {requested!r}",
                          hint="auto, fp32, tf32, bf16, fp8 or fp4")
     if workload.kind == "search":
-        by_bytes = {4.0: "fp32", 2.0: "fp16", 1.0: "int8"}
-        prec = by_bytes.get(workload.search.vector_bytes, "fp16") if req == "auto" else (
+        prec = _VECTOR_PRECISION.get(workload.search.vector_bytes, "fp16") if req == "auto" else (
             {"bf16": "fp16", "fp8": "int8", "tf32": "fp32"}.get(req, req))
         if prec == "fp4":
             return None, "4-bit vectors are not modelled"
@@ -181,7 +183,7 @@ def _embed(w: Workload, gpu: GPU, prec: str, eff: Efficiency, a: Assumptions,
     batch = int(a.embed_batch)
     while batch > 1 and weights / t + batch * model.inference_live_bytes(a.act_bytes) > budget:
         batch //= 2
-    act = 4.0 if prec in ("fp32", "tf32") else a.act_bytes
+    act = parallel.activation_bytes(prec, a)
     timing = roofline(model.forward_flops() * batch, model.activation_traffic(act) * batch + weights,
                       gpu, prec, eff)
     tp_eff = parallel.tensor_parallel_efficiency(model, gpu, prec, eff, a, t, batch)
@@ -214,19 +216,21 @@ def _finetune(w: Workload, gpu: GPU, prec: str, eff: Efficiency, a: Assumptions,
     min_n = max(1, math.ceil(states / room)) if fsdp else 1
     steps = math.ceil(w.images * w.epochs / a.global_batch)
     top = int(min(a.global_batch, a.max_gpus))
-
-    def run_s(n: int) -> float:
-        return steps * parallel.dp_step(model, gpu, prec, eff, a, n, fsdp=fsdp).step_s
-
     if min_n > top:
         return f"{model.name} needs {min_n} GPUs to hold its states; global batch allows {top}"
-    candidates = range(min_n, top + 1)
     n = min_n
     ok = True
-    if deadline_s is not None:
-        n = next((c for c in candidates if run_s(c) <= deadline_s), 0)
-        if not n:
-            n, ok = min(candidates, key=run_s), False
+    if deadline_s is not None:  # smallest count that meets it, else the fastest (one pass)
+        fastest_s = math.inf
+        for c in range(min_n, top + 1):
+            run_s = steps * parallel.dp_step(model, gpu, prec, eff, a, c, fsdp=fsdp).step_s
+            if run_s <= deadline_s:
+                n = c
+                break
+            if run_s < fastest_s:
+                fastest_s, n = run_s, c
+        else:
+            ok = False
     if whole_nodes:
         n = min(top, math.ceil(n / gpu.gpus_per_node) * gpu.gpus_per_node)
     step = parallel.dp_step(model, gpu, prec, eff, a, n, fsdp=fsdp)
@@ -245,9 +249,8 @@ def _finetune(w: Workload, gpu: GPU, prec: str, eff: Efficiency, a: Assumptions,
 def _search(w: Workload, gpu: GPU, prec: str, eff: Efficiency, a: Assumptions,
             deadline_s: float | None, whole_nodes: bool) -> Option | str:
     s = w.search
-    if prec != {4.0: "fp32", 2.0: "fp16", 1.0: "int8"}.get(s.vector_bytes, prec):
-        s = SearchShape(s.vectors, s.dim, s.queries, {"fp32": 4.0, "fp16": 2.0, "int8": 1.0}[prec],
-                        s.scan_fraction)
+    if prec != _VECTOR_PRECISION.get(s.vector_bytes, prec):
+        s = replace(s, vector_bytes=_VECTOR_BYTES[prec])
     shards = max(1, math.ceil(s.index_bytes / parallel.memory_budget(gpu, a)))
     flops, traffic = s.batch_flops_bytes(a.query_batch, s.vectors / shards)
     timing = roofline(flops, traffic, gpu, prec, eff)

@@ -72,7 +72,7 @@ def plot_scaling(plan: Plan, path: str | Path) -> Path:
     a = plan.assumptions.replace(decode_per_core=0)
     w = plan.workload
     top = int(a.global_batch)
-    counts = sorted({int(c) for c in np.unique(np.geomspace(1, top, 40).round())})
+    counts = sorted({int(c) for c in np.geomspace(1, top, 40).round()})
     fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, opt in enumerate(plan.options[:MAX_LINES]):

@@ -40,8 +40,3 @@ def roofline(flops: float, traffic: float, gpu: GPU, precision: str, eff: Effici
     memory_s = traffic / (gpu.mem_bytes_per_s * eff.memory)
     return Timing(max(compute_s, memory_s), compute_s, memory_s)
 
-
-def ridge_point(gpu: GPU, precision: str, eff: Efficiency | None = None) -> float:
-    """Arithmetic intensity (FLOP/byte) above which a kernel is compute-bound."""
-    ce, me = (eff.compute, eff.memory) if eff else (1.0, 1.0)
-    return gpu.peak_flops(PEAK_KEY.get(precision, precision)) * ce / (gpu.mem_bytes_per_s * me)
