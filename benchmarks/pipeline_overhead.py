@@ -23,7 +23,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -80,6 +79,11 @@ def forward_only(folder: Path, pixels: np.ndarray, batch: int, workers: int, tmp
         return max(f.result() for f in futures)
 
 
+def task_size_for(n: int, batch: int, workers: int) -> int:
+    """Images per pipeline task: enough tasks that every worker stays busy to the end."""
+    return max(batch, -(-n // (workers * 4)))
+
+
 def pipeline(
     folder: Path, images: Path, warm: Path, root: Path, batch: int, workers: int, n: int
 ) -> tuple[float, float, dict]:
@@ -88,8 +92,7 @@ def pipeline(
     from vismerch.pipeline.distributors.local import LocalDistributor
     from vismerch.pipeline.ingest import ingest
 
-    # enough tasks that every worker stays busy to the end
-    task_size = max(batch, -(-n // (workers * 4)))
+    task_size = task_size_for(n, batch, workers)
     settings = load_settings().replace(batch_size=batch, task_size=task_size)
     distributor = LocalDistributor(workers=workers)
     options = {"clip": {"model": str(folder), "precision": "fp32"}}
@@ -146,14 +149,13 @@ def main(argv: list[str] | None = None) -> int:
         pixels = decoded(paths, working_size)
         warm = root / "warm"
         warm.mkdir()
-        task_size = max(args.batch, -(-len(paths) // (args.workers * 4)))
-        for path in paths[: task_size * args.workers]:
+        # one task per worker for the warm-up ingest
+        for path in paths[: task_size_for(len(paths), args.batch, args.workers) * args.workers]:
             os.link(path, warm / path.name)
         fwd_before = forward_only(model, pixels, args.batch, args.workers, root)
         cold, pipe, phases = pipeline(model, images, warm, root, args.batch, args.workers, len(paths))
         fwd_after = forward_only(model, pixels, args.batch, args.workers, root)
         fwd = (fwd_before + fwd_after) / 2
-        shutil.rmtree(root / "store", ignore_errors=True)
     encode_wall = phases.get("encode:clip", 0.0) / args.workers
 
     result = {

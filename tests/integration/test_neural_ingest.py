@@ -32,24 +32,18 @@ def _run(args: list[str]):
     return json.loads(result.stdout)
 
 
+def _ingest(catalog, store, model, backend: str = "clip", *extra: str):
+    """``vismerch ingest`` of the catalog into ``store`` with one worker, as JSON."""
+    return _run(
+        ["ingest", str(catalog.manifest_path), "--store", str(store), "--backend", backend,
+         "--model", str(model), *extra, "--workers", "1", "--json"]
+    )
+
+
 @pytest.fixture(scope="module")
 def store(catalog, models, tmp_path_factory):
     path = tmp_path_factory.mktemp("neural-store")
-    summary = _run(
-        [
-            "ingest",
-            str(catalog.manifest_path),
-            "--store",
-            str(path),
-            "--backend",
-            "clip",
-            "--model",
-            str(models["clip"]),
-            "--workers",
-            "1",
-            "--json",
-        ]
-    )
+    summary = _ingest(catalog, path, models["clip"])
     assert summary["ingested"] == summary["total"] - summary["failed"] > 0
     assert any(k.startswith("encode:clip") for k in summary["phases"])
     return path
@@ -124,39 +118,9 @@ def test_similar_uses_the_neural_vectors(store):
 
 
 def test_rerun_is_incremental_and_siglip_adds_its_own_vectors(store, catalog, models):
-    again = _run(
-        [
-            "ingest",
-            str(catalog.manifest_path),
-            "--store",
-            str(store),
-            "--backend",
-            "clip",
-            "--model",
-            str(models["clip"]),
-            "--workers",
-            "1",
-            "--json",
-        ]
-    )
+    again = _ingest(catalog, store, models["clip"])
     assert again["ingested"] == 0 and again["skipped"] > 0
-    summary = _run(
-        [
-            "ingest",
-            str(catalog.manifest_path),
-            "--store",
-            str(store),
-            "--backend",
-            "siglip",
-            "--model",
-            str(models["siglip"]),
-            "--precision",
-            "bf16",
-            "--workers",
-            "1",
-            "--json",
-        ]
-    )
+    summary = _ingest(catalog, store, models["siglip"], "siglip", "--precision", "bf16")
     assert any(k.startswith("encode:siglip") for k in summary["phases"])
     from vismerch.catalog.store import Store
 

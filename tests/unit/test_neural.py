@@ -245,10 +245,8 @@ def test_gpu_and_cpu_embeddings_agree(models, clip):
 
 def test_gpu_benchmark_dry_run_on_cpu(tmp_path):
     """The H200 benchmark script's CPU dry-run finishes and writes the calibration JSON."""
-    import importlib.util as iu
-
-    spec = iu.spec_from_file_location("bench_gpu", ROOT / "benchmarks" / "gpu.py")
-    module = iu.module_from_spec(spec)
+    spec = importlib.util.spec_from_file_location("bench_gpu", ROOT / "benchmarks" / "gpu.py")
+    module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = tmp_path / "gpu.json"
     assert module.main(["--device", "cpu", "--tiny", "--out", str(out)]) == 0

@@ -51,15 +51,16 @@ def toy_model() -> nn.Module:
 CALIB = torch.randn(32, 64, generator=torch.Generator().manual_seed(1))
 
 
-def guard(requested: str, info: DeviceInfo, paths=None, min_cosine: float = 0.995):
-    model = toy_model()
+def guard(requested: str, info: DeviceInfo, paths=None, min_cosine: float = 0.995, device="cpu"):
+    model = toy_model().to(device)
+    calib = CALIB.to(device)
 
     def prepare(p: str) -> PreparedModel:
         return prepare_module(model, p, info, paths, copy_module=p != "fp32")
 
     def embed(prepared: PreparedModel) -> torch.Tensor:
         with running(prepared):
-            return prepared.module(CALIB.to(prepared.input_dtype)).float()
+            return prepared.module(calib.to(prepared.input_dtype)).float()
 
     return choose_precision(requested, info, prepare=prepare, embed=embed, min_cosine=min_cosine)
 
@@ -183,37 +184,25 @@ def test_cuda_device_without_cuda_is_a_usage_error():
         device_info("cuda")
 
 
-def _gpu_info() -> DeviceInfo:
-    return device_info("cuda")
+def _gpu_with(fmt: str, needs: str) -> DeviceInfo:
+    """The CUDA device; skips unless torchao is installed and the card runs ``fmt`` natively."""
+    pytest.importorskip("torchao", reason=f"{fmt.upper()} needs torchao (vismerch[gpu])")
+    info = device_info("cuda")
+    if not getattr(info, fmt):
+        pytest.skip(f"{info.name} has no {fmt.upper()} tensor cores (needs {needs})")
+    return info
 
 
 @pytest.mark.gpu
 def test_fp8_on_real_hardware_passes_the_guard():
-    pytest.importorskip("torchao", reason="FP8 needs torchao (vismerch[gpu])")
-    info = _gpu_info()
-    if not info.fp8:
-        pytest.skip(f"{info.name} has no FP8 tensor cores (needs sm89+)")
-    model = toy_model().cuda()
-    calib = CALIB.cuda()
-
-    def prepare(p):
-        return prepare_module(model, p, info, copy_module=p != "fp32")
-
-    def embed(prepared):
-        with running(prepared):
-            return prepared.module(calib.to(prepared.input_dtype)).float()
-
-    choice = choose_precision("fp8", info, prepare=prepare, embed=embed)
+    choice = guard("fp8", _gpu_with("fp8", "sm89+"), device="cuda")
     assert choice.steps[0].precision == "fp8"
     assert choice.steps[0].cosine is not None
 
 
 @pytest.mark.gpu
 def test_fp4_on_real_hardware():
-    pytest.importorskip("torchao", reason="FP4 needs torchao (vismerch[gpu])")
-    info = _gpu_info()
-    if not info.fp4:
-        pytest.skip(f"{info.name} has no FP4 tensor cores (needs sm100+)")
+    info = _gpu_with("fp4", "sm100+")
     prepared = prepare_module(toy_model().cuda(), "fp4", info)
     with running(prepared):
         out = prepared.module(CALIB.cuda().to(prepared.input_dtype))

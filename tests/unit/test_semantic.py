@@ -104,13 +104,14 @@ def test_colour_is_a_constraint_and_a_ranking(store):
 
 
 def test_title_embeddings_are_cached_in_the_store(store):
+    text_features(store)  # cache every title, whichever tests ran before
     enc = CountingText()
     ids, vectors = text_features(store, enc)
     assert ids == ["p0", "p1", "p2", "p3", "p4"]  # p5 has no text
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     rows = store.db.execute("SELECT COUNT(*) FROM features WHERE backend = 'text'").fetchone()[0]
     assert rows == 5
-    assert enc.encoded == []  # the searches above already cached every title
+    assert enc.encoded == []  # every title was cached above
     with store.transaction() as con:
         con.execute("UPDATE products SET title = 'Red silk dress' WHERE id = 'p0'")
     try:

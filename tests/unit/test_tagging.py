@@ -104,6 +104,8 @@ def test_label_embeddings_average_the_prompt_ensemble():
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     # "striped" + "stripes" both contribute to the striped label
     assert vectors[0] @ word_vector("stripes") > 0.3 and vectors[0] @ word_vector("striped") > 0.3
+    # cached per (encoder, attribute): one encode for every prompt, none on the second call
+    assert label_embeddings(enc, PATTERN) is vectors and enc.calls == 1
 
 
 def test_zero_shot_picks_the_matching_label():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
@@ -66,12 +66,6 @@ class DeviceInfo:
     def gpu(self) -> str | None:
         """The planner's lowercase catalog key for this card, or None."""
         return gpu_key(self.name) if self.type == "cuda" else None
-
-    def as_dict(self) -> dict:
-        data = asdict(self)
-        data["sm"] = self.sm
-        data["gpu"] = self.gpu
-        return data
 
 
 def gpu_key(name: str) -> str | None:

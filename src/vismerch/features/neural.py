@@ -263,6 +263,15 @@ def folder_digest(folder: str | Path) -> str:
     return "sha256:" + h.hexdigest()[:16]
 
 
+def _logit_params(module: torch.nn.Module) -> tuple[float, float | None]:
+    """(logit scale, logit bias or None) of a CLIP/SigLIP-style model, as plain floats."""
+    bias = getattr(module, "logit_bias", None)
+    return (
+        float(module.logit_scale.detach().exp().item()),
+        None if bias is None else float(bias.detach().reshape(-1)[0].item()),
+    )
+
+
 def _load_failed(ref: str, exc: Exception) -> VismerchError:
     return VismerchError(
         f"cannot load model {ref!r}: {exc}",
@@ -320,10 +329,7 @@ def _load_hf(kind: str, model: str, revision: str | None, device: torch.device) 
             enc.pop("attention_mask", None)  # SigLIP attends to padding, as trained
         return _pooled(m.get_text_features(**enc))
 
-    scale = float(module.logit_scale.detach().exp().item())
-    bias = getattr(module, "logit_bias", None)
-    bias = None if bias is None else float(bias.detach().reshape(-1)[0].item())
-    return Loaded(module, image_fn, text_fn, preprocess, ref, pinned, scale, bias)
+    return Loaded(module, image_fn, text_fn, preprocess, ref, pinned, *_logit_params(module))
 
 
 def _load_openclip(model: str, revision: str | None, device: torch.device) -> Loaded:
@@ -352,11 +358,8 @@ def _load_openclip(model: str, revision: str | None, device: torch.device) -> Lo
     def text_fn(m: torch.nn.Module, texts: Sequence[str], dev: torch.device) -> torch.Tensor:
         return m.encode_text(tokenizer(list(texts)).to(dev))
 
-    scale = float(module.logit_scale.detach().exp().item())
-    bias = getattr(module, "logit_bias", None)
-    bias = None if bias is None else float(bias.detach().reshape(-1)[0].item())
     pinned = revision or (folder_digest(model[10:]) if model.startswith("local-dir:") else None)
-    return Loaded(module, image_fn, text_fn, preprocess, model, pinned, scale, bias)
+    return Loaded(module, image_fn, text_fn, preprocess, model, pinned, *_logit_params(module))
 
 
 # --------------------------------------------------------------------------- the backend
@@ -378,7 +381,6 @@ class NeuralBackend:
         default_batch: int = 64,
     ):
         self.name = kind
-        self.kind = kind
         self.device = device
         self.info = info
         self.loaded = loaded
@@ -390,7 +392,6 @@ class NeuralBackend:
         self.preprocess = loaded.preprocess
         self._batch_size = batch_size
         self._default_batch = default_batch
-        self.compiled = bool(compile)
         image_call = self._image_call
         self._image_forward = torch.compile(image_call) if compile else image_call
         self.dim = int(self._encode(calibration_images(1, max(self.preprocess.output_size))).shape[1])

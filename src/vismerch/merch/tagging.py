@@ -104,13 +104,9 @@ def load_vocabularies(path: str | Path | None = None) -> dict[str, Attribute]:
 # --------------------------------------------------------------------------- scoring
 
 
+@functools.lru_cache(maxsize=64)
 def label_embeddings(encoder: Any, attribute: Attribute) -> np.ndarray:
     """(L, d) L2-normalised text embeddings, one per label (mean of its prompt ensemble)."""
-    return _label_embeddings_cached(encoder, attribute)
-
-
-@functools.lru_cache(maxsize=64)
-def _label_embeddings_cached(encoder: Any, attribute: Attribute) -> np.ndarray:
     prompts = attribute.prompts()
     vectors = encoder.encode_texts([p for _, p in prompts])
     owner = np.array([i for i, _ in prompts])
@@ -234,22 +230,20 @@ def tag_vectors(
 # --------------------------------------------------------------------------- store level
 
 
-def store_labels(store: Any, attribute: str, vocab: Attribute | None = None) -> dict[str, str]:
-    """Merchandiser labels for one attribute: the ``tag_labels`` table when present, else
-    a manifest column of that name (``products.category`` for ``category``)."""
+def store_labels(store: Any, attribute: str, products: Sequence[Any] | None = None) -> dict[str, str]:
+    """Merchandiser labels for one attribute: the ``tag_labels`` table, else a manifest
+    column of that name (``products.category`` for ``category``). ``products`` saves
+    re-reading ``store.products()`` when the caller already has them."""
     labels: dict[str, str] = {}
-    for product in store.products():
+    for product in store.products() if products is None else products:
         value = product.category if attribute == "category" else product.attributes.get(attribute)
         if value not in (None, ""):
             labels[product.id] = str(value)
-    has_table = store.db.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tag_labels'"
-    ).fetchone()
-    if has_table:  # explicit labels win over manifest columns
-        for row in store.db.execute(
-            "SELECT product_id, label FROM tag_labels WHERE attribute = ?", (attribute,)
-        ).fetchall():
-            labels[row[0]] = row[1]
+    # explicit labels win over manifest columns (every opened store has the table: migration 3)
+    for row in store.db.execute(
+        "SELECT product_id, label FROM tag_labels WHERE attribute = ?", (attribute,)
+    ).fetchall():
+        labels[row[0]] = row[1]
     return labels
 
 
@@ -283,13 +277,16 @@ def tag_attributes(
     )
     k = int(_get(settings, "tag_knn", DEFAULT_KNN))
     min_sim = float(_get(settings, "tag_knn_min_similarity", DEFAULT_KNN_MIN_SIMILARITY))
+    products = store.products()
     categories = (
-        _categories(store, features, encoder, vocab) if any(vocab[n].applies_to for n in names) else None
+        _categories(products, features, encoder, vocab)
+        if any(vocab[n].applies_to for n in names)
+        else None
     )
     results: list[dict[str, Any]] = []
     for name in names:
         attr = vocab[name]
-        examples = dict(store_labels(store, name, attr)) if use_store_labels else {}
+        examples = store_labels(store, name, products) if use_store_labels else {}
         examples.update((labels or {}).get(name, {}))
         results.extend(
             tag_vectors(
@@ -310,13 +307,13 @@ def tag_attributes(
 
 
 def _categories(
-    store: Any, features: Any, encoder: Any, vocab: dict[str, Attribute]
+    products: Sequence[Any], features: Any, encoder: Any, vocab: dict[str, Attribute]
 ) -> dict[str, str | None]:
     """Category label per product: the listed category when it names a label, else zero-shot."""
     attr = vocab.get("category")
     if attr is None:
         return {}
-    listed = {p.id: p.category for p in store.products()}
+    listed = {p.id: p.category for p in products}
     zs = zero_shot_scores(features.vectors, label_embeddings(encoder, attr), encoder.logit_scale)
     out: dict[str, str | None] = {}
     for i, pid in enumerate(features.ids):
@@ -326,14 +323,7 @@ def _categories(
 
 
 def set_tag_label(store: Any, product_id: str, attribute: str, label: str) -> None:
-    """Record a merchandiser's label (needs the ``tag_labels`` table migration)."""
-    has_table = store.db.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tag_labels'"
-    ).fetchone()
-    if not has_table:
-        from vismerch.errors import StoreError
-
-        raise StoreError("this store has no tag_labels table", hint="upgrade vismerch, then reopen the store")
+    """Record a merchandiser's label (the ``tag_labels`` table, schema migration 3)."""
     with store.transaction() as con:
         con.execute(
             "INSERT OR REPLACE INTO tag_labels (product_id, attribute, label) VALUES (?,?,?)",

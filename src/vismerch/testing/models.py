@@ -68,28 +68,12 @@ CLIP_ARCHS: dict[str, dict[str, int]] = {
         text_hidden=384, text_layers=6, text_heads=6, projection=384,
     ),
     "vit-b-16": dict(
-        hidden=768,
-        intermediate=3072,
-        layers=12,
-        heads=12,
-        image_size=224,
-        patch=16,
-        text_hidden=512,
-        text_layers=12,
-        text_heads=8,
-        projection=512,
+        hidden=768, intermediate=3072, layers=12, heads=12, image_size=224, patch=16,
+        text_hidden=512, text_layers=12, text_heads=8, projection=512,
     ),
     "vit-l-14": dict(
-        hidden=1024,
-        intermediate=4096,
-        layers=24,
-        heads=16,
-        image_size=224,
-        patch=14,
-        text_hidden=768,
-        text_layers=12,
-        text_heads=12,
-        projection=768,
+        hidden=1024, intermediate=4096, layers=24, heads=16, image_size=224, patch=14,
+        text_hidden=768, text_layers=12, text_heads=12, projection=768,
     ),
 }
 
@@ -201,14 +185,6 @@ def save_tiny_siglip(folder: str | Path, seed: int = 0, image_size: int | None =
         },
     )
     return folder
-
-
-def save_tiny_model(kind: str, folder: str | Path, seed: int = 0) -> Path:
-    """``kind`` is ``clip`` or ``siglip``."""
-    savers = {"clip": save_tiny_clip, "siglip": save_tiny_siglip}
-    if kind not in savers:
-        raise ValueError(f"no tiny model for {kind!r}; choose clip or siglip")
-    return savers[kind](folder, seed=seed)
 
 
 def store_with_vectors(
