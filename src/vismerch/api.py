@@ -30,15 +30,9 @@ def _masks(s: Store, ids: list[str], category: str | None, in_stock: bool) -> np
 
 def vector_backend(s: Store, prefer: str | None = None) -> str:
     """The backend whose vectors answer "more like this": a neural one when the store has it."""
-    have = [row[0] for row in s.db.execute("SELECT DISTINCT backend FROM shards").fetchall()]
-    if prefer:
-        if prefer not in have:
-            raise UsageError(f"the store has no {prefer!r} features", hint=f"it has: {', '.join(have)}")
-        return prefer
-    for name in ("siglip", "clip", "openclip"):
-        if name in have:
-            return name
-    return "colour"
+    from vismerch.merch.layout import VISUAL_BACKENDS
+
+    return s.pick_backend(prefer, VISUAL_BACKENDS) or "colour"
 
 
 def similar(

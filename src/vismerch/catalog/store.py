@@ -170,6 +170,25 @@ class Store:
         return [dict(row) for row in rows]
 
     # -- features ----------------------------------------------------------------------
+    def feature_backends(self) -> list[str]:
+        """Backends the store has committed features for, sorted."""
+        rows = self.db.execute("SELECT DISTINCT backend FROM shards ORDER BY backend").fetchall()
+        return [row[0] for row in rows]
+
+    def pick_backend(self, prefer: str | None, order: tuple[str, ...]) -> str | None:
+        """``prefer`` when the store has its features (else a UsageError naming what it
+        has), or the first backend of ``order`` it has, or None."""
+        from vismerch.errors import UsageError
+
+        have = self.feature_backends()
+        if prefer:
+            if prefer not in have:
+                raise UsageError(
+                    f"the store has no {prefer!r} features", hint=f"it has: {', '.join(have) or 'none'}"
+                )
+            return prefer
+        return next((name for name in order if name in have), None)
+
     def fingerprints(self, backend: str) -> list[str]:
         rows = self.db.execute(
             "SELECT fingerprint, MAX(id) AS newest FROM shards WHERE backend = ? "

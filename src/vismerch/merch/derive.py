@@ -57,8 +57,7 @@ def refresh_indexes(store: Store, settings: Settings,
     from vismerch.search.index import VectorIndex
 
     built: dict[str, object] = {}
-    backends = [row[0] for row in store.db.execute("SELECT DISTINCT backend FROM shards").fetchall()]
-    for backend in sorted(backends):
+    for backend in store.feature_backends():
         features = (loaded or {}).get(backend) or store.load_features(backend)
         if not len(features):
             continue

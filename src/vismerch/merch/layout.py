@@ -67,17 +67,6 @@ def _setting(settings: Any, name: str) -> Any:
     return _DEFAULTS[name]
 
 
-def pick_backend(store: Any, backend: str | None = None) -> str | None:
-    """The named backend, or the best visual backend the store has features for."""
-    have = {r[0] for r in store.db.execute("SELECT DISTINCT backend FROM shards")}
-    if backend:
-        if backend not in have:
-            raise UsageError(f"the store has no {backend!r} features",
-                             hint="it has: " + (", ".join(sorted(have)) or "none"))
-        return backend
-    return next((b for b in VISUAL_BACKENDS if b in have), None)
-
-
 def collection_vectors(store: Any, ids: Sequence[str], backend: str | None) -> np.ndarray | None:
     """(n, d) L2-normalised vectors aligned with ``ids``; zero rows for products without."""
     if backend is None:
@@ -147,7 +136,7 @@ def arrange_collection(
             quality_gate=quality_gate, duplicates=duplicates)
     records = colls.product_records(store, products)
     base = score_products(products, weights)
-    chosen = pick_backend(store, backend)
+    chosen = store.pick_backend(backend, VISUAL_BACKENDS)
     vectors = collection_vectors(store, [p.id for p in products], chosen)
     rule_list = rules_mod.list_rules(store, name, applicable=True, enabled_only=True)
     res = rules_mod.resolve(rule_list, records, base.score, collection=name, vectors=vectors,

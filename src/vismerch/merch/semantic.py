@@ -37,23 +37,11 @@ QUERY_TEMPLATES = ("{}", "a photo of {}.", "a product photo of {}.")
 # --------------------------------------------------------------------------- neural vectors
 
 
-def neural_backend_name(store: Any, prefer: str | None = None) -> str | None:
-    """The neural image backend the store has vectors for (siglip > clip > openclip)."""
-    have = {row[0] for row in store.db.execute("SELECT DISTINCT backend FROM shards").fetchall()}
-    if prefer:
-        if prefer not in have:
-            raise UsageError(
-                f"the store has no {prefer!r} features", hint=f"it has: {', '.join(sorted(have))}"
-            )
-        return prefer
-    return next((name for name in NEURAL_BACKENDS if name in have), None)
-
-
 def load_neural(store: Any, backend: str | None = None, device: str = "cpu"):
     """(Features, encoder) of the store's neural image vectors; UsageError if it has none."""
     from vismerch.features.neural import backend_from_fingerprint
 
-    name = neural_backend_name(store, backend)
+    name = store.pick_backend(backend, NEURAL_BACKENDS)
     if name is None:
         raise UsageError(
             f"{store.path} has no neural image features",
@@ -159,12 +147,6 @@ def _write_text_shard(store: Any, keys: list[str], vectors: np.ndarray, fingerpr
         log.warning("could not cache text embeddings in %s: %s", store.path, exc)
 
 
-def refresh_text_features(store: Any, settings: Any = None) -> int:
-    """Embed titles/descriptions not yet cached (call after ingest); returns how many rows."""
-    ids, _ = text_features(store)
-    return len(ids)
-
-
 # --------------------------------------------------------------------------- ranking
 
 
@@ -227,10 +209,9 @@ def semantic_search(
     weights = {"image": 1.0, "text": 1.0, "colour": 1.0, **(weights or {})}
     rrf_k = int(_get(settings, "search_rrf_k", 60))
     depth = max(int(_get(settings, "search_depth", 200)), k)
-    products = store.products()
     allowed: set[str] | None = None
     if category is not None:
-        allowed = {p.id for p in products if (p.category or "").lower() == category.lower()}
+        allowed = {p.id for p in store.products() if (p.category or "").lower() == category.lower()}
     rankings: list[list[tuple[str, float]]] = []
     used: list[float] = []
     if colour:
@@ -240,7 +221,7 @@ def semantic_search(
         rankings.append(ranked[:depth])
         used.append(weights["colour"])
     sources = 0
-    name = neural_backend_name(store, backend)
+    name = store.pick_backend(backend, NEURAL_BACKENDS)
     if name is not None:
         features, encoder = load_neural(store, name, device=device)
         sims = features.vectors @ query_vector(encoder, query)
