@@ -2,38 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-console = Console()
-
-StoreArg = Annotated[Path, typer.Argument(help="Store directory (made by `vismerch ingest`).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
-
-
-def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
-    table = Table(title=title, show_lines=False)
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*[str(c) for c in row])
-    console.print(table)
-
-
-def _open(store: Path):
-    from vismerch.catalog.store import Store
-
-    return Store.open(store)
+from vismerch.commands.output import JsonOpt, StoreArg, console
+from vismerch.commands.output import open_store as _open
+from vismerch.commands.output import print_json as _print_json
+from vismerch.commands.output import table as _table
 
 
 def ingest_cmd(

@@ -12,50 +12,19 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-StoreArg = Annotated[Path, typer.Argument(help="Store directory (made by `vismerch ingest`).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+from vismerch.commands.output import JsonOpt, StoreArg
+from vismerch.commands.output import done as _done
+from vismerch.commands.output import open_store as _open
+from vismerch.commands.output import print_json as _print_json
+from vismerch.commands.output import say as _say
+from vismerch.commands.output import table as _table
+
 CollectionOpt = Annotated[str | None, typer.Option("--collection", "-c",
                                                    help="Collection name (see `vismerch collections`).")]
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
-
-
-def _table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title)
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*["" if c is None else str(c) for c in row])
-    Console().print(table)
-
-
-def _say(text: str) -> None:
-    from rich.console import Console
-
-    Console().print(text)
-
-
-def _done(data: Any, json_out: bool, text: str) -> None:
-    """The result as JSON with --json, else one line for people."""
-    if json_out:
-        _print_json(data)
-    else:
-        _say(text)
-
-
-def _open(store: Path):
-    from vismerch.catalog.store import Store
-
-    return Store.open(store)
 
 
 # ---------------------------------------------------------------- collections
