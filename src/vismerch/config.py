@@ -112,6 +112,13 @@ class Settings:
         return f"Settings({self._values!r})"
 
 
+def setting(settings: Any, name: str) -> Any:
+    """``name`` from ``settings`` (a Settings or any object with attributes), or the table's
+    default when settings is None or does not set it. For code that accepts ``settings=None``."""
+    value = getattr(settings, name, None) if settings is not None else None
+    return _BY_NAME[name].default if value is None else value
+
+
 def load_settings(
     toml_path: str | Path | None = None,
     overrides: dict[str, Any] | None = None,

@@ -25,13 +25,14 @@ import torch
 from torch import nn
 
 from vismerch.accel.device import DeviceInfo
+from vismerch.config import setting
 from vismerch.errors import UsageError
 
 log = logging.getLogger("vismerch.precision")
 
 PRECISIONS: tuple[str, ...] = ("auto", "fp32", "bf16", "fp16", "fp8", "fp4")
 STEP_DOWN: dict[str, str] = {"fp4": "fp8", "fp8": "bf16", "bf16": "fp32", "fp16": "fp32"}
-DEFAULT_MIN_COSINE = 0.995
+DEFAULT_MIN_COSINE = setting(None, "precision_min_cosine")
 GPU_HINT = "install vismerch[gpu] (torchao) or NVIDIA Transformer Engine"
 
 

@@ -27,7 +27,6 @@ import torch.nn.functional as F
 
 from vismerch.accel.device import DeviceInfo, auto_batch_size, device_info, resolve_device
 from vismerch.accel.precision import (
-    DEFAULT_MIN_COSINE,
     PrecisionChoice,
     PrecisionPath,
     PreparedModel,
@@ -36,6 +35,7 @@ from vismerch.accel.precision import (
     prepare_module,
     running,
 )
+from vismerch.config import setting
 from vismerch.errors import UsageError, VismerchError
 from vismerch.features.base import FeatureBatch
 
@@ -488,11 +488,6 @@ class NeuralBackend:
         return f"NeuralBackend({self.name}, {self.loaded.model!r}, {self.precision}, {self.device})"
 
 
-def _setting(settings: Any, name: str, default: Any) -> Any:
-    value = getattr(settings, name, None) if settings is not None else None
-    return default if value is None else value
-
-
 def build_backend(
     kind: str,
     settings: Any = None,
@@ -514,17 +509,17 @@ def build_backend(
     """
     if kind not in DEFAULT_MODELS:
         raise UsageError(f"unknown neural backend {kind!r}", hint="choose clip, siglip or openclip")
-    precision = check_precision(precision or _setting(settings, "precision", "auto"))
+    precision = check_precision(precision or setting(settings, "precision"))
     dev = resolve_device(device)
     info = device_info(dev)
-    model = model or _setting(settings, "model", None) or DEFAULT_MODELS[kind]
+    model = model or DEFAULT_MODELS[kind]
     loaded = (
         _load_openclip(model, revision, dev) if kind == "openclip" else _load_hf(kind, model, revision, dev)
     )
     threshold = float(
         min_cosine
         if min_cosine is not None
-        else _setting(settings, "precision_min_cosine", DEFAULT_MIN_COSINE)
+        else setting(settings, "precision_min_cosine")
     )
     h, w = loaded.preprocess.output_size
     images = calibration if calibration is not None else calibration_images(16, max(h, w))
@@ -546,7 +541,7 @@ def build_backend(
     if choice.precision != "fp32":
         loaded.module = None  # type: ignore[assignment]  # free the fp32 reference
     log.info("%s %s on %s: precision %s", kind, loaded.model, dev, choice.summary())
-    default_batch = int(_setting(settings, "batch_size", 64))
+    default_batch = int(setting(settings, "batch_size"))
     return NeuralBackend(
         kind, loaded, choice.candidate, choice, dev, info, batch_size, compile, default_batch
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from vismerch.config import SETTINGS
+from vismerch.config import setting as _setting
 from vismerch.errors import UsageError
 from vismerch.merch import collections as colls
 from vismerch.merch import rules as rules_mod
@@ -24,9 +24,6 @@ from vismerch.merch.arrange import Arrangement, ArrangeOptions, arrange
 from vismerch.merch.scoring import score_products
 
 VISUAL_BACKENDS = ("siglip", "clip", "openclip", "colour")
-
-_DEFAULTS = {s.name: s.default for s in SETTINGS}  # used when no settings are passed
-
 
 @dataclass
 class CollectionArrangement:
@@ -57,14 +54,6 @@ class CollectionArrangement:
 
     def as_dict(self) -> dict[str, Any]:
         return {**self.summary(), "slots": self.slots()}
-
-
-def _setting(settings: Any, name: str) -> Any:
-    if settings is not None:
-        value = getattr(settings, name, None)
-        if value is not None:
-            return value
-    return _DEFAULTS[name]
 
 
 def collection_vectors(store: Any, ids: Sequence[str], backend: str | None) -> np.ndarray | None:

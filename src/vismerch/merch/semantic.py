@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from vismerch.config import setting
 from vismerch.errors import UsageError
 
 log = logging.getLogger("vismerch.semantic")
@@ -207,15 +208,15 @@ def semantic_search(
     if not query or not query.strip():
         raise UsageError("the search query is empty")
     weights = {"image": 1.0, "text": 1.0, "colour": 1.0, **(weights or {})}
-    rrf_k = int(_get(settings, "search_rrf_k", 60))
-    depth = max(int(_get(settings, "search_depth", 200)), k)
+    rrf_k = int(setting(settings, "search_rrf_k"))
+    depth = max(int(setting(settings, "search_depth")), k)
     allowed: set[str] | None = None
     if category is not None:
         allowed = {p.id for p in store.products() if (p.category or "").lower() == category.lower()}
     rankings: list[list[tuple[str, float]]] = []
     used: list[float] = []
     if colour:
-        min_share = float(_get(settings, "search_colour_min_share", 0.1))
+        min_share = float(setting(settings, "search_colour_min_share"))
         ranked = colour_ranking(store, colour, allowed, min_share)
         allowed = {pid for pid, _ in ranked}  # the colour is a constraint, not only a ranking
         rankings.append(ranked[:depth])
@@ -250,6 +251,3 @@ def semantic_search(
     return [(pid, float(score)) for pid, score in fused[:k]]
 
 
-def _get(settings: Any, name: str, default: Any) -> Any:
-    value = getattr(settings, name, None) if settings is not None else None
-    return default if value is None else value

@@ -23,12 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from vismerch.config import setting
 from vismerch.errors import UsageError
 
 VOCABULARY = Path(__file__).resolve().parent.parent / "data" / "attributes.toml"
-DEFAULT_THRESHOLD = 0.25
-DEFAULT_KNN = 5
-DEFAULT_KNN_MIN_SIMILARITY = 0.75
+# keyword defaults of the lower-level functions: the settings table's defaults
+DEFAULT_THRESHOLD = setting(None, "tag_threshold")
+DEFAULT_KNN = setting(None, "tag_knn")
+DEFAULT_KNN_MIN_SIMILARITY = setting(None, "tag_knn_min_similarity")
 
 
 @dataclass(frozen=True)
@@ -273,10 +275,10 @@ def tag_attributes(
     names = [attribute] if attribute else list(vocab)
     features, encoder = load_neural(store, backend=backend, device=device)
     threshold = float(
-        threshold if threshold is not None else _get(settings, "tag_threshold", DEFAULT_THRESHOLD)
+        threshold if threshold is not None else setting(settings, "tag_threshold")
     )
-    k = int(_get(settings, "tag_knn", DEFAULT_KNN))
-    min_sim = float(_get(settings, "tag_knn_min_similarity", DEFAULT_KNN_MIN_SIMILARITY))
+    k = int(setting(settings, "tag_knn"))
+    min_sim = float(setting(settings, "tag_knn_min_similarity"))
     products = store.products()
     categories = (
         _categories(products, features, encoder, vocab)
@@ -331,6 +333,3 @@ def set_tag_label(store: Any, product_id: str, attribute: str, label: str) -> No
         )
 
 
-def _get(settings: Any, name: str, default: Any) -> Any:
-    value = getattr(settings, name, None) if settings is not None else None
-    return default if value is None else value
