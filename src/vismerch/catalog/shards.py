@@ -44,6 +44,38 @@ def write_shard(
     return rel.as_posix()
 
 
+def read_shard(path: Path, columns: list[str] | None = None) -> dict[str, np.ndarray]:
+    """A shard's columns as numpy arrays; fixed-size list columns become 2-D/3-D arrays."""
+    table = pq.read_table(path, columns=columns)
+    out: dict[str, np.ndarray] = {}
+    for name in table.column_names:
+        column = table.column(name).combine_chunks()
+        shape: list[int] = []
+        while pa.types.is_fixed_size_list(column.type):
+            shape.append(column.type.list_size)
+            column = column.flatten()
+        array = column.to_numpy(zero_copy_only=False)
+        if shape:
+            array = array.reshape((-1, *shape))
+        out[name] = array
+    return out
+
+
+def record_shard(con, backend: str, fingerprint: str, spec_key: str, path: str, sha256: list[str],
+                 run_id: int | None = None) -> int:
+    """Inside the caller's transaction: the shard row, and a ``features`` row pointing every
+    image hash at its row in the shard. Returns the shard id."""
+    shard_id = con.execute(
+        "INSERT INTO shards (backend, fingerprint, spec_key, path, n, run_id) VALUES (?,?,?,?,?,?)",
+        (backend, fingerprint, spec_key, path, len(sha256), run_id),
+    ).lastrowid
+    con.executemany(
+        "INSERT OR REPLACE INTO features (backend, fingerprint, sha256, shard_id, row) VALUES (?,?,?,?,?)",
+        [(backend, fingerprint, sha, shard_id, row) for row, sha in enumerate(sha256)],
+    )
+    return shard_id
+
+
 def remove_orphans(store_path: Path, known: set[str]) -> int:
     """Delete shard files (and temp files) that no committed row names: leftovers of a
     run killed between rename and commit. Returns how many were removed."""

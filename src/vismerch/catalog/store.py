@@ -203,7 +203,7 @@ class Store:
         Only one fingerprint is ever loaded (the newest unless named), so vectors of
         different models or precisions never mix.
         """
-        import pyarrow.parquet as pq
+        from vismerch.catalog.shards import read_shard
 
         if fingerprint is None:
             known = self.fingerprints(backend)
@@ -225,9 +225,8 @@ class Store:
         vectors: np.ndarray | None = None
         columns: dict[str, np.ndarray] = {}
         for shard_path, positions in by_shard.items():
-            table = pq.read_table(self.path / shard_path)
             take = np.array([rows[i]["row"] for i in positions])
-            data = _table_arrays(table)
+            data = read_shard(self.path / shard_path)
             for name, array in data.items():
                 picked = array[take]
                 if name == "vector":
@@ -323,21 +322,3 @@ def _product(row: sqlite3.Row) -> Product:
     data.pop("file_mtime", None)
     data["attributes"] = json.loads(data.get("attributes") or "{}")
     return Product(**data)
-
-
-def _table_arrays(table) -> dict[str, np.ndarray]:
-    """Parquet table -> numpy arrays; fixed-size list columns become 2-D/3-D arrays."""
-    import pyarrow as pa
-
-    out: dict[str, np.ndarray] = {}
-    for name in table.column_names:
-        column = table.column(name).combine_chunks()
-        shape: list[int] = []
-        while pa.types.is_fixed_size_list(column.type):
-            shape.append(column.type.list_size)
-            column = column.flatten()
-        array = column.to_numpy(zero_copy_only=False)
-        if shape:
-            array = array.reshape((-1, *shape))
-        out[name] = array
-    return out

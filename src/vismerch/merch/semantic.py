@@ -75,16 +75,14 @@ def text_key(text: str) -> str:
 
 
 def _read_vectors(store: Any, rows: list[Any]) -> dict[str, np.ndarray]:
-    import pyarrow.parquet as pq
+    from vismerch.catalog.shards import read_shard
 
     out: dict[str, np.ndarray] = {}
     by_path: dict[str, list[Any]] = {}
     for row in rows:
         by_path.setdefault(row["path"], []).append(row)
     for path, items in by_path.items():
-        column = pq.read_table(store.path / path, columns=["vector"]).column("vector").combine_chunks()
-        dim = column.type.list_size
-        flat = column.flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+        flat = read_shard(store.path / path, columns=["vector"])["vector"]
         for row in items:
             out[row["sha256"]] = flat[row["row"]].astype(np.float32)
     return out
@@ -129,21 +127,13 @@ def text_features(store: Any, encoder: Any | None = None, write: bool = True) ->
 
 
 def _write_text_shard(store: Any, keys: list[str], vectors: np.ndarray, fingerprint: str) -> None:
-    from vismerch.catalog.shards import write_shard
+    from vismerch.catalog.shards import record_shard, write_shard
 
     try:
         path = write_shard(store.path, TEXT_BACKEND, f"part-text-{uuid.uuid4().hex[:12]}", keys, vectors, {})
         with store.transaction() as con:
-            shard_id = con.execute(
-                "INSERT INTO shards (backend, fingerprint, spec_key, path, n, run_id) "
-                "VALUES (?,?,?,?,?,NULL)",
-                (TEXT_BACKEND, fingerprint, json.dumps({"backend": TEXT_BACKEND}), path, len(keys)),
-            ).lastrowid
-            con.executemany(
-                "INSERT OR REPLACE INTO features (backend, fingerprint, sha256, shard_id, row) "
-                "VALUES (?,?,?,?,?)",
-                [(TEXT_BACKEND, fingerprint, key, shard_id, row) for row, key in enumerate(keys)],
-            )
+            spec_key = json.dumps({"backend": TEXT_BACKEND})
+            record_shard(con, TEXT_BACKEND, fingerprint, spec_key, path, keys)
     except Exception as exc:  # a read-only store still answers, just without the cache
         log.warning("could not cache text embeddings in %s: %s", store.path, exc)
 

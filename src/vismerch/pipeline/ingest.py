@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from vismerch.catalog.shards import remove_orphans
+from vismerch.catalog.shards import record_shard, remove_orphans
 from vismerch.catalog.sources import ProductRecord, read_source
 from vismerch.catalog.store import Store
 from vismerch.config import Settings, load_settings
@@ -87,19 +87,8 @@ def _update_metadata(con, record: ProductRecord, run_id: int) -> None:
 def _commit_task(store: Store, result: TaskResult, records: dict[str, ProductRecord], run_id: int) -> None:
     with store.transaction() as con:
         for shard in result.shards:
-            cur = con.execute(
-                "INSERT INTO shards (backend, fingerprint, spec_key, path, n, run_id) VALUES (?,?,?,?,?,?)",
-                (shard.backend, shard.fingerprint, shard.spec_key, shard.path, len(shard.sha256), run_id),
-            )
-            shard_id = cur.lastrowid
-            con.executemany(
-                "INSERT OR REPLACE INTO features (backend, fingerprint, sha256, shard_id, row) "
-                "VALUES (?,?,?,?,?)",
-                [
-                    (shard.backend, shard.fingerprint, sha, shard_id, row)
-                    for row, sha in enumerate(shard.sha256)
-                ],
-            )
+            record_shard(con, shard.backend, shard.fingerprint, shard.spec_key, shard.path,
+                         shard.sha256, run_id)
         for sha, colours in result.colours.items():
             con.execute("DELETE FROM colours WHERE sha256 = ?", (sha,))
             con.executemany(

@@ -200,7 +200,7 @@ def store_with_vectors(
     tagging that need vectors without running the whole pipeline."""
     import hashlib
 
-    from vismerch.catalog.shards import write_shard
+    from vismerch.catalog.shards import record_shard, write_shard
     from vismerch.catalog.store import Store
     from vismerch.features.base import fingerprint_key
 
@@ -229,12 +229,5 @@ def store_with_vectors(
                     json.dumps(p.get("attributes", {})),
                 ),
             )
-        shard_id = con.execute(
-            "INSERT INTO shards (backend, fingerprint, spec_key, path, n, run_id) VALUES (?,?,?,?,?,NULL)",
-            (backend.name, fingerprint, json.dumps({"backend": backend.name}), path, len(shas)),
-        ).lastrowid
-        con.executemany(
-            "INSERT INTO features (backend, fingerprint, sha256, shard_id, row) VALUES (?,?,?,?,?)",
-            [(backend.name, fingerprint, sha, shard_id, i) for i, sha in enumerate(shas)],
-        )
+        record_shard(con, backend.name, fingerprint, json.dumps({"backend": backend.name}), path, shas)
     return store
