@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from vismerch.config import setting
 from vismerch.errors import UsageError
 from vismerch.plan import cost, parallel
 from vismerch.plan.assumptions import Assumptions
@@ -25,11 +26,12 @@ WORKLOADS = ("embed", "search", "finetune")
 # stored search vectors: element bytes <-> the precision they are scanned in
 _VECTOR_PRECISION = {4.0: "fp32", 2.0: "fp16", 1.0: "int8"}
 _VECTOR_BYTES = {p: b for b, p in _VECTOR_PRECISION.items()}
+_MIN_COSINE = setting(None, "precision_min_cosine")  # what accel/precision.py checks
 PRECISION_NOTES = {
     "fp8": "FP8: vismerch's precision guard keeps it only if embeddings stay at mean cosine "
-           ">= 0.995 against bf16, else steps back to bf16.",
+           f">= {_MIN_COSINE} against fp32, else steps back to bf16.",
     "fp4": "FP4 (NVFP4): the largest accuracy risk; the precision guard steps back to FP8 "
-           "when mean cosine falls below 0.995 — plan --precision fp8 as well.",
+           f"when mean cosine against fp32 falls below {_MIN_COSINE} — plan --precision fp8 as well.",
     "int8": "8-bit vectors (scalar quantisation) lose some recall; measure it on your catalog.",
 }
 
