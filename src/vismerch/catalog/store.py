@@ -114,10 +114,6 @@ class Store:
                         con.execute(statement)
                 con.execute(f"PRAGMA user_version = {number + 1}")
 
-    @property
-    def schema_version(self) -> int:
-        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
-
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic write: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any error."""
@@ -268,9 +264,6 @@ class Store:
             out.setdefault(row["id"], []).append(item)
         return out
 
-    def quality_flags(self) -> dict[str, list[tuple[str, float]]]:
-        return {k: [(f["name"], f["value"]) for f in v] for k, v in self.quality().items()}
-
     def tags(self) -> list[dict[str, Any]]:
         colours = self.colours()
         flags = self.quality()
@@ -303,16 +296,6 @@ class Store:
             return None
         path = self.path / "thumbs" / f"{row[0]}.jpg"
         return path if path.exists() else None
-
-    def runs(self) -> list[dict[str, Any]]:
-        rows = self.db.execute("SELECT * FROM runs ORDER BY id").fetchall()
-        out = []
-        for row in rows:
-            item = dict(row)
-            item["settings"] = json.loads(item["settings"] or "{}")
-            item["summary"] = json.loads(item["summary"]) if item["summary"] else None
-            out.append(item)
-        return out
 
 
 def _product(row: sqlite3.Row) -> Product:

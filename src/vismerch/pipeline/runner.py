@@ -184,23 +184,20 @@ def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTa
 def _describe_colour(columns: dict[str, np.ndarray], shas: list[str], sizes, settings, result) -> None:
     """Colour names and quality flags per image, from the colour backend's columns."""
     from vismerch.config import load_settings
-    from vismerch.features.colour import colour_names, load_colour_table
-    from vismerch.features.quality import assess_quality
+    from vismerch.features.colour import colour_names
+    from vismerch.features.quality import assess_quality, metrics_row
 
     resolved = load_settings(base=settings)
-    table = load_colour_table()
     names = colour_names(
-        columns["palette_lab"], columns["palette_weight"], table=table,
+        columns["palette_lab"], columns["palette_weight"],
         multicolour_max_weight=resolved.multicolour_max_weight,
     )
-    metric_names = [k for k, v in columns.items() if v.ndim == 1 and k != "phash"]
     for i, sha in enumerate(shas):
         result.colours[sha] = [(c.name, c.hex, float(c.weight)) for c in names[i]]
-        metrics = {k: float(columns[k][i]) for k in metric_names}
         width, height = sizes[sha]
         result.quality[sha] = [
             (q.name, float(q.value), bool(q.flagged))
-            for q in assess_quality(metrics, width, height, resolved)
+            for q in assess_quality(metrics_row(columns, i), width, height, resolved)
         ]
 
 

@@ -34,7 +34,6 @@ class IngestSpec:
     settings: tuple[tuple[str, Any], ...]
     device: str
     run_id: int
-    threads_per_worker: int = 1
 
     def settings_dict(self) -> dict[str, Any]:
         return dict(self.settings)
