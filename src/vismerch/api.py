@@ -35,6 +35,24 @@ def vector_backend(s: Store, prefer: str | None = None) -> str:
     return s.pick_backend(prefer, VISUAL_BACKENDS) or "colour"
 
 
+def similarity_index(s: Store, backend: str | None = None):
+    """The FAISS index that ingest built for ``backend`` (default: ``vector_backend``), or,
+    when it is missing or older than the store's newest features, one built from them."""
+    from vismerch.errors import StoreError
+    from vismerch.search.index import VectorIndex
+
+    backend = vector_backend(s, backend)
+    newest = s.fingerprints(backend)[:1]
+    try:
+        index = VectorIndex.load(s.path / "index", backend)
+    except StoreError:
+        index = None
+    if index is not None and (index.meta or {}).get("fingerprint") in newest:
+        return index
+    features = s.load_features(backend)
+    return VectorIndex.build(features.vectors, features.ids, meta={"fingerprint": features.fingerprint})
+
+
 def similar(
     store: Store | str | os.PathLike,
     product_id: str,
@@ -53,9 +71,9 @@ def similar(
         raise UsageError(f"no product {product_id!r} in {s.path}", hint="list ids with: vismerch tags STORE")
     if product.status != "ok":
         raise UsageError(f"product {product_id!r} has no features (its image was refused)")
-    features = s.load_features(vector_backend(s, backend))
-    mask = _masks(s, features.ids, product.category if same_category else None, in_stock)
-    hits = similar_items(features.vectors, features.ids, product_id, k, allowed_mask=mask)
+    index = similarity_index(s, backend)
+    mask = _masks(s, index.ids, product.category if same_category else None, in_stock)
+    hits = similar_items(index, None, product_id, k, allowed_mask=mask)
     return [{"id": i, "score": round(float(score), 4)} for i, score in hits]
 
 

@@ -41,15 +41,20 @@ class _Thumbs:
 
 
 def _similar_strips(store: Store, ids: list[str]) -> list[dict[str, Any]]:
-    from vismerch import api
+    from vismerch.api import similarity_index
+    from vismerch.merch.similar import similar_items
 
     if not ids:
         return []
+    index = similarity_index(store)  # read once for every strip
     step = max(1, len(ids) // SIMILAR_SAMPLES)
-    strips = []
-    for pid in ids[::step][:SIMILAR_SAMPLES]:
-        strips.append({"id": pid, "similar": api.similar(store, pid, SIMILAR_K)})
-    return strips
+    return [
+        {"id": pid, "similar": [
+            {"id": i, "score": round(float(score), 4)}
+            for i, score in similar_items(index, None, pid, SIMILAR_K)
+        ]}
+        for pid in ids[::step][:SIMILAR_SAMPLES]
+    ]
 
 
 def _largest_collection(store: Store) -> str | None:
