@@ -272,8 +272,7 @@ def _sample_lattice(
             ys * w + (xs - d).clamp_min(0), ys * w + (xs + d).clamp_max(w - 1),
         ])
         cell = (ys * GRID) // h * GRID + (xs * GRID) // w
-        _lattices[key] = (ys * w + xs, ring, cell)
-        _lattices[key] = tuple(t.to(device) for t in _lattices[key])
+        _lattices[key] = tuple(t.to(device) for t in (ys * w + xs, ring, cell))
     return _lattices[key]
 
 
@@ -314,20 +313,20 @@ def fill_narrow_holes(fg: torch.Tensor) -> torch.Tensor:
     bg = ~fg
     border = torch.zeros_like(fg)
     border[:, 0], border[:, -1], border[:, :, 0], border[:, :, -1] = True, True, True, True
-    reach = _sweep(fg, bg & border)
+    reach = _sweep(bg, _runs(fg), _runs(fg.transpose(1, 2)), bg & border)
     # most product shots have no enclosed background at all: continue with the others
     todo = (bg & ~reach).any(dim=2).any(dim=1).nonzero().squeeze(1)
     if todo.numel() == 0:
         return fg
     fg_s, bg_s = fg.index_select(0, todo), bg.index_select(0, todo)
     reach_s = reach.index_select(0, todo)
+    rows, cols = _runs(fg_s), _runs(fg_s.transpose(1, 2))
     for _ in range(REACH_SWEEPS - 1):  # each row + column sweep goes round one more turn
-        reach_s = _sweep(fg_s, reach_s)
+        reach_s = _sweep(bg_s, rows, cols, reach_s)
     holes = bg_s & ~reach_s
     # a hole cell is narrow across (row or column run <= HOLE_MAX_RUN); it is filled when
     # every cell along the other direction is narrow too. A stripe is narrow all along;
     # the tip of a necklace's big hole is narrow only locally and stays background.
-    rows, cols = _runs(fg_s), _runs(fg_s.transpose(1, 2))
     bg_t = bg_s.transpose(1, 2)
     narrow_row = holes & (_run_sum(bg_s, rows) <= HOLE_MAX_RUN)
     narrow_col = holes & (_run_sum(bg_t, cols) <= HOLE_MAX_RUN).transpose(1, 2)
@@ -338,12 +337,15 @@ def fill_narrow_holes(fg: torch.Tensor) -> torch.Tensor:
     return fg.index_copy(0, todo, filled)
 
 
-def _sweep(fg: torch.Tensor, reach: torch.Tensor) -> torch.Tensor:
-    """Spread ``reach`` along background runs: first along rows, then along columns."""
-    bg = ~fg
-    reach = (_run_sum(reach, _runs(fg)) > 0) & bg
-    fg_t = fg.transpose(1, 2)
-    return ((_run_sum(reach.transpose(1, 2), _runs(fg_t)) > 0) & ~fg_t).transpose(1, 2)
+def _sweep(
+    bg: torch.Tensor, rows: tuple[torch.Tensor, int], cols: tuple[torch.Tensor, int],
+    reach: torch.Tensor,
+) -> torch.Tensor:
+    """Spread ``reach`` along background runs: first along rows, then along columns
+    (``rows``/``cols``: the foreground's ``_runs`` and those of its transpose)."""
+    reach = (_run_sum(reach, rows) > 0) & bg
+    bg_t = bg.transpose(1, 2)
+    return ((_run_sum(reach.transpose(1, 2), cols) > 0) & bg_t).transpose(1, 2)
 
 
 def far_from(lab: torch.Tensor, ref: torch.Tensor, delta: float) -> torch.Tensor:

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from vismerch.config import setting
 from vismerch.errors import UsageError
 from vismerch.features.colourspace import ciede2000, hex_to_lab, lab_to_hex, parse_hex
 
@@ -135,12 +136,6 @@ def parse_colour(text: str, table: ColourTable | None = None) -> np.ndarray:
     return table.lab[i].copy()
 
 
-def _default_multicolour_weight() -> float:
-    from vismerch.config import SETTINGS
-
-    return float(next(s.default for s in SETTINGS if s.name == "multicolour_max_weight"))
-
-
 def _as_batch(palette_lab, palette_weight) -> tuple[np.ndarray, np.ndarray]:
     lab = np.asarray(palette_lab.cpu() if isinstance(palette_lab, torch.Tensor) else palette_lab,
                      dtype=np.float64)
@@ -165,10 +160,8 @@ def colour_names(
     weight 0 are unused. See the module docstring for the ``multicolour`` rule.
     """
     table = table or load_colour_table()
-    threshold = (
-        _default_multicolour_weight() if multicolour_max_weight is None
-        else float(multicolour_max_weight)
-    )
+    threshold = float(setting(None, "multicolour_max_weight") if multicolour_max_weight is None
+                      else multicolour_max_weight)
     lab, w = _as_batch(palette_lab, palette_weight)
     dist = ciede2000(torch.from_numpy(lab)[:, :, None, :],
                      torch.from_numpy(table.lab)[None, None]).numpy()  # (B, K, T)

@@ -37,6 +37,16 @@ from typing import Any
 import numpy as np
 import torch
 
+from vismerch.errors import UsageError
+from vismerch.features.colournames import (
+    MULTICOLOUR,
+    colour_names,
+    load_colour_table,
+    normalise_name,
+    parse_colour,
+)
+from vismerch.features.colourspace import ciede2000_np, lab_to_hex
+
 QUALITY_FLAGS: tuple[str, ...] = (
     "low-resolution",
     "extreme-aspect",
@@ -328,19 +338,12 @@ def audit_listed_colours(
 ) -> list[AuditResult | None]:
     """``audit_listed_colour`` for a whole catalog at once: palettes (N, K, 3) and (N, K),
     one CIEDE2000 call for all products (per-product calls cost ~1 ms each in dispatch)."""
-    from vismerch.errors import UsageError
-    from vismerch.features.colournames import (
-        MULTICOLOUR,
-        colour_names,
-        load_colour_table,
-        normalise_name,
-        parse_colour,
-    )
-    from vismerch.features.colourspace import ciede2000_np, lab_to_hex
-
+    if len(listed) == 0:
+        return []
     table = table or load_colour_table()
-    parsed: dict[str, np.ndarray | str] = {}
-    for text in {(t or "").strip() for t in listed}:
+    keys = [(t or "").strip() for t in listed]
+    parsed: dict[str, np.ndarray | str] = {}  # listed text -> Lab, or why it is skipped
+    for text in set(keys):
         if not text:
             parsed[text] = "no listed colour"
         elif normalise_name(text) == MULTICOLOUR:
@@ -354,9 +357,7 @@ def audit_listed_colours(
     listed_hex = {}
     if known:
         listed_hex = dict(zip(known, lab_to_hex(np.stack([parsed[t] for t in known])), strict=True))
-    named = []
-    if len(listed):
-        named = colour_names(palette_lab, palette_weight, table, multicolour_max_weight=0.0)
+    named = colour_names(palette_lab, palette_weight, table, multicolour_max_weight=0.0)
     k = max((len(n) for n in named), default=1) or 1
     cand = np.zeros((len(listed), k, 3))
     valid = np.zeros((len(listed), k), dtype=bool)
@@ -366,15 +367,10 @@ def audit_listed_colours(
         mains.append(main)
         for j, c in enumerate(main):
             cand[i, j], valid[i, j] = c.lab, True
-    query = np.stack([
-        parsed[(t or "").strip()] if not isinstance(parsed[(t or "").strip()], str) else np.zeros(3)
-        for t in listed
-    ]) if len(listed) else np.zeros((0, 3))
-    dist = ciede2000_np(query[:, None, :], cand) if len(listed) else np.zeros((0, k))
-    dist = np.where(valid, dist, np.inf)
+    query = np.stack([np.zeros(3) if isinstance(parsed[t], str) else parsed[t] for t in keys])
+    dist = np.where(valid, ciede2000_np(query[:, None, :], cand), np.inf)
     out: list[AuditResult | None] = []
-    for i, text in enumerate(listed):
-        text = (text or "").strip()
+    for i, text in enumerate(keys):
         if isinstance(parsed[text], str) or not named[i]:
             if reasons is not None:
                 reasons.append(parsed[text] if isinstance(parsed[text], str) else "the image has no palette")
