@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from vismerch.config import setting
 from vismerch.errors import UsageError
 from vismerch.features.colournames import (
     MULTICOLOUR,
@@ -309,7 +310,7 @@ def audit_listed_colour(
     palette_lab,
     palette_weight,
     table=None,
-    threshold: float = 20.0,
+    threshold: float | None = None,
     *,
     reasons: list[str] | None = None,
 ) -> AuditResult | None:
@@ -332,12 +333,15 @@ def audit_listed_colours(
     palette_lab,
     palette_weight,
     table=None,
-    threshold: float = 20.0,
+    threshold: float | None = None,
     *,
     reasons: list[str] | None = None,
 ) -> list[AuditResult | None]:
     """``audit_listed_colour`` for a whole catalog at once: palettes (N, K, 3) and (N, K),
-    one CIEDE2000 call for all products (per-product calls cost ~1 ms each in dispatch)."""
+    one CIEDE2000 call for all products (per-product torch calls are all dispatch overhead).
+    ``threshold`` defaults to the audit_colour_delta setting."""
+    if threshold is None:
+        threshold = setting(None, "audit_colour_delta")
     if len(listed) == 0:
         return []
     table = table or load_colour_table()
