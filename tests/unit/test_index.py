@@ -144,5 +144,6 @@ def test_gpu_exact_search_matches_cpu():
     x, ids = _data()
     cpu = VectorIndex.build(x, ids)
     gpu = VectorIndex.build(x, ids, device="cuda")
+    assert gpu._gpu is not None  # the GPU copy was made, so the comparison below tests it
     assert [[i for i, _ in r] for r in gpu.search(x[:10], 5)] == \
         [[i for i, _ in r] for r in cpu.search(x[:10], 5)]

@@ -59,7 +59,9 @@ def similar_items(index_or_vectors: VectorIndex | np.ndarray, ids: Sequence[str]
         if ids is None:
             raise UsageError("similar_items needs ids when given a vector array")
         ids = list(ids)
-    positions = {v: p for p, v in enumerate(ids)}
+    # the index keeps its id -> row map: no rebuild per query when ids are its own
+    positions = index.positions if index is not None and ids is index.ids else \
+        {v: p for p, v in enumerate(ids)}
     if query_id not in positions:
         raise UsageError(f"unknown product id {query_id!r}",
                          hint="pick an id listed by `vismerch tags` or the report")

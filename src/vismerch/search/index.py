@@ -116,12 +116,17 @@ class VectorIndex:
     def dim(self) -> int:
         return int(self.index.d)
 
-    def position(self, item_id: str) -> int:
-        """Row of ``item_id``; UsageError when it is not indexed."""
+    @property
+    def positions(self) -> dict[str, int]:
+        """Row of every id (built on first use, then kept)."""
         if self._positions is None:
             self._positions = {v: i for i, v in enumerate(self.ids)}
+        return self._positions
+
+    def position(self, item_id: str) -> int:
+        """Row of ``item_id``; UsageError when it is not indexed."""
         try:
-            return self._positions[item_id]
+            return self.positions[item_id]
         except KeyError:
             raise UsageError(f"unknown id {item_id!r}: it is not in the index",
                              hint="check the product id, or re-run ingest") from None
@@ -144,10 +149,9 @@ class VectorIndex:
             if allowed.shape != (len(self),):
                 raise UsageError(f"allowed mask has shape {allowed.shape}, expected ({len(self)},)")
             return allowed
-        if self._positions is None:
-            self._positions = {v: i for i, v in enumerate(self.ids)}
+        positions = self.positions
         mask = np.zeros(len(self), dtype=bool)
-        rows = [self._positions[i] for i in allowed if i in self._positions]
+        rows = [positions[i] for i in allowed if i in positions]
         mask[rows] = True
         return mask
 
@@ -167,7 +171,7 @@ class VectorIndex:
         if mask is None:
             target = self._gpu if self._gpu is not None else self.index
             params = self._hnsw_params(k) if self.kind == "hnsw" else None
-            scores, rows = target.search(q, k, params=params) if params else target.search(q, k)
+            scores, rows = target.search(q, k, params=params)
         elif self.kind == "hnsw" and n_allowed <= SUBSET_EXACT_MAX:
             return self._subset_exact(q, k, np.flatnonzero(mask))
         else:
@@ -183,18 +187,14 @@ class VectorIndex:
 
     def _hnsw_params(self, k: int, sel: Any = None) -> Any:
         ef = max(int(self.index.hnsw.efSearch), 2 * k)
-        return faiss.SearchParametersHNSW(sel=sel, efSearch=ef) if sel else \
-            faiss.SearchParametersHNSW(efSearch=ef)
+        return faiss.SearchParametersHNSW(sel=sel, efSearch=ef)
 
     def _search_selected(self, q: np.ndarray, k: int, mask: np.ndarray,
                          ) -> tuple[np.ndarray, np.ndarray]:
         bitmap = np.packbits(mask, bitorder="little")  # must outlive the search call
         sel = faiss.IDSelectorBitmap(bitmap)
-        hnsw = self.kind == "hnsw"
-        params = self._hnsw_params(k, sel) if hnsw else faiss.SearchParameters(sel=sel)
-        scores, rows = self.index.search(q, k, params=params)
-        del bitmap
-        return scores, rows
+        params = self._hnsw_params(k, sel) if self.kind == "hnsw" else faiss.SearchParameters(sel=sel)
+        return self.index.search(q, k, params=params)
 
     def _subset_exact(self, q: np.ndarray, k: int, rows: np.ndarray,
                       ) -> tuple[np.ndarray, np.ndarray]:

@@ -189,7 +189,7 @@ def write_tricky_files(directory: str | Path) -> dict[str, TrickyFile]:
 def small_catalog(directory: str | Path, n: int = 24, seed: int = 0, **kwargs: Any) -> SampleCatalog:
     """A quick sample catalog (560-704 px images). At n=24 it holds one truncated file,
     a blurred and a dark shot, one near-duplicate pair and one wrong listed colour; every
-    flaw kind appears from n=67 on. ``kwargs`` go to ``generate_catalog``."""
+    flaw kind appears from n=62 on. ``kwargs`` go to ``generate_catalog``."""
     kwargs.setdefault("size_range", (560, 704))
     return generate_catalog(directory, n=n, seed=seed, **kwargs)
 
