@@ -17,14 +17,14 @@ def _open(store: Store | str | os.PathLike) -> Store:
 
 
 def _masks(s: Store, ids: list[str], category: str | None, in_stock: bool) -> np.ndarray | None:
+    from vismerch.merch.similar import category_mask, in_stock_mask
+
     if category is None and not in_stock:
         return None
     products = {p.id: p for p in s.products()}
-    mask = np.ones(len(ids), dtype=bool)
-    if category is not None:
-        mask &= np.array([(products[i].category or "").lower() == category.lower() for i in ids])
+    mask = category_mask([products[i].category for i in ids], category)
     if in_stock:
-        mask &= np.array([(products[i].stock is None or products[i].stock > 0) for i in ids])
+        mask &= in_stock_mask([products[i].stock for i in ids])
     return mask
 
 
@@ -38,13 +38,14 @@ def vector_backend(s: Store, prefer: str | None = None) -> str:
 def similarity_index(s: Store, backend: str | None = None):
     """The FAISS index that ingest built for ``backend`` (default: ``vector_backend``), or,
     when it is missing or older than the store's newest features, one built from them."""
+    from vismerch.config import load_settings
     from vismerch.errors import StoreError
     from vismerch.search.index import VectorIndex
 
     backend = vector_backend(s, backend)
     newest = s.fingerprints(backend)[:1]
     try:
-        index = VectorIndex.load(s.path / "index", backend)
+        index = VectorIndex.load(s.path / "index", backend, ef_search=load_settings().index_ef_search)
     except StoreError:
         index = None
     if index is not None and (index.meta or {}).get("fingerprint") in newest:
