@@ -202,7 +202,11 @@ def semantic_search(
     depth = max(int(setting(settings, "search_depth")), k)
     allowed: set[str] | None = None
     if category is not None:
-        allowed = {p.id for p in store.products() if (p.category or "").lower() == category.lower()}
+        from vismerch.merch.similar import category_mask
+
+        products = store.products()
+        mask = category_mask([p.category for p in products], category)
+        allowed = {p.id for p, keep in zip(products, mask, strict=True) if keep}
     rankings: list[list[tuple[str, float]]] = []
     used: list[float] = []
     if colour:
