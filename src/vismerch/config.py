@@ -28,7 +28,8 @@ SETTINGS: tuple[Setting, ...] = (
     # decode
     Setting("max_pixels", int, 40_000_000, "Refuse images with more pixels than this (decompression-bomb guard)."),
     Setting("working_size", int, 256, "Images are decoded straight to this square size for feature extraction."),
-    Setting("thumb_size", int, 256, "Longest side of the JPEG thumbnails kept in the store (at most working_size; a square image at the working size is stored as is)."),
+    Setting("thumb_size", int, 256, "Longest side of the thumbnails kept in the store (at most working_size; a square image at the working size is stored as is); 0 makes none."),
+    Setting("thumb_format", str, "webp", "Thumbnail format: webp (about a third smaller) or jpeg (about 5x faster to encode: ~0.2 vs ~1 ms per 256 px thumbnail on one core)."),
     # pipeline
     Setting("batch_size", int, 64, "Images per feature batch."),
     Setting("task_size", int, 256, "Images per task (one Parquet shard per task and backend)."),

@@ -1,6 +1,6 @@
 """Previews of an arranged grid: a PNG mosaic of the first rows and an HTML page.
 
-Tiles come from the store's JPEG thumbnails (``store.thumb_path``); a product without one
+Tiles come from the store's thumbnails (``store.thumb_path``); a product without one
 gets a grey tile with its id. Look-alike neighbours are outlined in red, so a before /
 after pair shows at a glance what the arrangement fixed. The HTML page shows the whole
 order (up to ``limit`` tiles) with a width switcher for every breakpoint and each slot's

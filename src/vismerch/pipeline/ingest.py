@@ -20,9 +20,9 @@ from typing import Any
 
 from vismerch.catalog.shards import record_shard, remove_orphans
 from vismerch.catalog.sources import ProductRecord, read_source
-from vismerch.catalog.store import Store
+from vismerch.catalog.store import THUMB_FORMATS, Store
 from vismerch.config import Settings, load_settings
-from vismerch.errors import JobFailed
+from vismerch.errors import JobFailed, UsageError
 from vismerch.pipeline.plan import plan_tasks
 from vismerch.pipeline.tasks import BackendSpec, IngestSpec, Task, TaskResult
 
@@ -210,6 +210,9 @@ def ingest(
     overrides = {"workers": workers, "device": device}
     settings = settings.replace(**{k: v for k, v in overrides.items() if v is not None})
     n_workers = settings.workers or os.cpu_count() or 1
+    if settings.thumb_format not in THUMB_FORMATS:
+        raise UsageError(f"thumb_format must be one of {', '.join(THUMB_FORMATS)}, "
+                         f"not {settings.thumb_format!r}")
     if settings.device.startswith("cuda"):
         _check_cuda(settings.device)
     started = time.perf_counter()

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from vismerch.catalog.shards import write_shard
+from vismerch.catalog.store import THUMB_FORMATS
 from vismerch.errors import DecodeError
 from vismerch.features.base import fingerprint_key
 from vismerch.imaging.decode import decode_image
@@ -47,12 +48,13 @@ class PhaseTimer:
         return now
 
 
-def _save_thumb(store_path: Path, sha: str, thumb) -> None:
-    final = store_path / "thumbs" / f"{sha}.jpg"
+def _save_thumb(store_path: Path, sha: str, thumb, fmt: str) -> None:
+    suffix, pillow_format, options = THUMB_FORMATS[fmt]
+    final = store_path / "thumbs" / f"{sha}{suffix}"
     if final.exists():
         return
     tmp = final.with_name(f".{sha}.{uuid.uuid4().hex}.tmp")
-    thumb.save(tmp, "JPEG", quality=85)
+    thumb.save(tmp, pillow_format, **options)
     os.replace(tmp, final)
 
 
@@ -78,7 +80,7 @@ def _cpu_decode(data: bytes, sha: str, res: ItemResult, needs: tuple[str, ...], 
     res.width, res.height, res.format = decoded.width, decoded.height, decoded.format
     t = timer.add("decode", t)
     if decoded.thumb is not None:
-        _save_thumb(store_path, sha, decoded.thumb)
+        _save_thumb(store_path, sha, decoded.thumb, settings["thumb_format"])
         timer.add("thumbs", t)
     if needs:
         out.pixels[sha] = decoded.pixels
@@ -166,7 +168,8 @@ def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTa
         decoded.pixels[sha] = batch[row]
         if settings["thumb_size"]:
             working = Image.fromarray(batch[row].cpu().numpy())
-            _save_thumb(store_path, sha, thumbnail(working, *decoded.sizes[sha], settings["thumb_size"]))
+            _save_thumb(store_path, sha, thumbnail(working, *decoded.sizes[sha], settings["thumb_size"]),
+                        settings["thumb_format"])
     timer.add("thumbs", t)
     for i in sorted(set(range(len(shas))) - set(done)):
         sha = shas[i]

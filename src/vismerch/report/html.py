@@ -27,7 +27,7 @@ def _data_uri(data: bytes, mime: str) -> str:
 
 
 class _Thumbs:
-    """Product id -> inlined JPEG thumbnail (cached, empty string when missing)."""
+    """Product id -> inlined thumbnail (cached, empty string when missing)."""
 
     def __init__(self, store: Store):
         self.store = store
@@ -36,7 +36,8 @@ class _Thumbs:
     def __call__(self, product_id: str) -> str:
         if product_id not in self.cache:
             path = self.store.thumb_path(product_id)
-            self.cache[product_id] = _data_uri(path.read_bytes(), "image/jpeg") if path else ""
+            mime = "image/webp" if path and path.suffix == ".webp" else "image/jpeg"
+            self.cache[product_id] = _data_uri(path.read_bytes(), mime) if path else ""
         return self.cache[product_id]
 
 
