@@ -109,6 +109,9 @@ def test_set_gpu_field(catalog):
     assert changed.get("h100").source_of("rent_usd_per_h") == "command line --set"
     with pytest.raises(UsageError):
         catalog.with_fields({"h100": {"colour": "1"}})
+    # a typo in a precision must not silently add a throughput nothing reads
+    with pytest.raises(UsageError, match="unknown precision 'bf61'"):
+        catalog.with_fields({"h100": {"tflops.bf61": "900"}})
 
 
 # --- calibration -------------------------------------------------------------------------

@@ -185,7 +185,11 @@ class Catalog:
                 except ValueError as exc:
                     raise UsageError(f"--set {raw_key}.{name}: {value!r} is not a number") from exc
                 if name.startswith("tflops."):
-                    tflops[name.split(".", 1)[1]] = number
+                    precision = name.split(".", 1)[1]
+                    if precision not in PRECISIONS:
+                        raise UsageError(f"--set {raw_key}.{name}: unknown precision {precision!r}",
+                                         hint="precisions: " + ", ".join(PRECISIONS))
+                    tflops[precision] = number
                 elif name in NUMERIC_FIELDS:
                     changes[name] = int(number) if name in _INT_FIELDS else number
                 else:
