@@ -89,6 +89,10 @@ def test_claims_and_catalog():
     assert table.exit_code == 0 and "verdict" in table.stdout
     catalog = _json(["--catalog"])
     assert {g["gpu"] for g in catalog} >= {"a100", "h100", "h200", "b200", "b300", "l40s", "l4"}
+    # every figure the planner reads is printed, and each has a source
+    h100 = next(g for g in catalog if g["gpu"] == "h100")
+    for name in ("pcie_gb_s", "scaleout_gb_s", "gpus_per_node", "nvlink_domain", "purchase_usd"):
+        assert h100[name] > 0 and h100["source"].get(name), name
 
 
 @pytest.mark.parametrize(

@@ -106,12 +106,14 @@ def _plan(workload, model, images, epochs, vectors, dim, queries, deadline, gpus
 
 
 def _print_catalog(catalog, as_json: bool) -> None:
+    from vismerch.plan.hardware import NUMERIC_FIELDS
+
     if as_json:
-        rows = [{"gpu": g.key, "name": g.name, "arch": g.arch, "tflops": g.tflops,
-                 "memory_gb": g.memory_gb, "hbm_tb_s": g.hbm_tb_s, "nvlink_gb_s": g.nvlink_gb_s,
-                 "nvlink_domain": g.nvlink_domain, "tdp_w": g.tdp_w,
-                 "rent_usd_per_h": g.rent_usd_per_h, "rent_range_usd_per_h": g.rent_range_usd_per_h,
-                 "purchase_usd": g.purchase_usd, "source": g.source} for g in catalog]
+        # every field the planner reads, from the one list --set also uses
+        rows = [{"gpu": g.key, "name": g.name, "arch": g.arch, "aliases": list(g.aliases),
+                 "tflops": g.tflops, **{name: getattr(g, name) for name in NUMERIC_FIELDS},
+                 "rent_range_usd_per_h": g.rent_range_usd_per_h, "source": g.source}
+                for g in catalog]
         typer.echo(json.dumps(rows, indent=2))
         return
     from vismerch.plan.render import render_catalog
