@@ -218,9 +218,15 @@ def semantic_search(
     sources = 0
     name = store.pick_backend(backend, NEURAL_BACKENDS)
     if name is not None:
-        features, encoder = load_neural(store, name, device=device)
-        sims = features.vectors @ query_vector(encoder, query)
-        rankings.append(_rank(features.ids, sims, allowed, depth))
+        from vismerch.api import similarity_index
+        from vismerch.features.neural import backend_from_fingerprint
+
+        # the FAISS index ingest saved (exact, or HNSW for large catalogs), not a scan
+        index = similarity_index(store, name)
+        if not len(index):
+            raise UsageError(f"{store.path} has no {name} features for its products")
+        encoder = backend_from_fingerprint(index.meta["fingerprint"], device=device)
+        rankings.append(index.search(query_vector(encoder, query), depth, allowed)[0])
         used.append(weights["image"])
         sources += 1
     ids, vectors = text_features(store)
