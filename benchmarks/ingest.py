@@ -8,7 +8,8 @@
 Then the scale run (benchmarks/scale.py): duplicates and index build over 1,000,000
 synthetic hashes/vectors.
 
-    python benchmarks/ingest.py [--n 2000] [--workers 2] [--scale-n 1000000] [--json out.json]
+    python benchmarks/ingest.py [--n 2000] [--workers 2] [--thumb-format webp|jpeg]
+                                [--scale-n 1000000] [--json out.json]
 """
 
 from __future__ import annotations
@@ -85,16 +86,20 @@ def make_catalog(root: Path, n: int, size: int) -> Path:
     return root
 
 
-def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800) -> dict:
+def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
+        thumb_format: str | None = None) -> dict:
     from vismerch.config import load_settings
     from vismerch.pipeline.distributors.local import LocalDistributor
     from vismerch.pipeline.ingest import ingest
 
     settings = load_settings()
+    if thumb_format:
+        settings = settings.replace(thumb_format=thumb_format)
     name = f"catalog-{n}" if size == 800 else f"catalog-{n}-{size}"
     catalog = make_catalog(out_dir / name, n, size)
     images = sorted(str(p) for p in (catalog / "images").rglob("*") if p.suffix.lower() in {".jpg", ".jpeg"})
-    print(f"{len(images)} {size}x{size} JPEGs, {workers} worker(s), working size {settings.working_size}")
+    print(f"{len(images)} {size}x{size} JPEGs, {workers} worker(s), working size {settings.working_size}, "
+          f"{settings.thumb_format} thumbnails")
 
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init) as pool:
@@ -128,6 +133,7 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800) -> d
         "size": size,
         "workers": workers,
         "cpu": os.cpu_count(),
+        "thumb_format": settings.thumb_format,
         "floor_images_per_s": round(count / floor_s, 1),
         "ingest_images_per_s": round(count / ingest_s, 1),
         "peer_images_per_s": round(count / peer_s, 1),
@@ -168,12 +174,14 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--size", type=int, default=800, help="image side in px (800 as the issue asks)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--thumb-format", choices=["webp", "jpeg"], default=None,
+                        help="thumbnail format for the ingest (default: the thumb_format setting)")
     parser.add_argument("--scale-n", type=int, default=1_000_000)
     parser.add_argument("--out", type=Path, default=HERE / "out")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    result = run(args.n, args.workers, args.scale_n, args.out, args.size)
+    result = run(args.n, args.workers, args.scale_n, args.out, args.size, args.thumb_format)
     path = args.json or args.out / "ingest.json"
     path.write_text(json.dumps(result, indent=2, default=str))
     print(f"\nwrote {path}")
