@@ -230,6 +230,16 @@ def test_pinned_batch_and_prefetcher_on_cpu():
     assert batch.shape == (3, 8, 8, 3) and batch.dtype == torch.uint8
     out = list(DevicePrefetcher([batch, batch[:1]], "cpu"))
     assert [len(b) for b in out] == [3, 1]
+    assert [int(b[0, 0, 0, 0]) for b in out] == [0, 0] and int(batch[2, 7, 7, 2]) == 2
+
+
+@pytest.mark.gpu
+def test_pinned_batch_and_prefetcher_on_cuda():
+    arrays = np.stack([np.full((8, 8, 3), i, np.uint8) for i in range(3)])
+    batch = pinned_batch(arrays)
+    assert batch.is_pinned() and torch.equal(batch, torch.from_numpy(arrays))
+    out = list(DevicePrefetcher([batch, pinned_batch(arrays[:1])], "cuda"))
+    assert all(b.is_cuda for b in out) and torch.equal(out[0].cpu(), batch)
 
 
 @pytest.mark.gpu

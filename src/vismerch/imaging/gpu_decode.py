@@ -108,12 +108,14 @@ def decode_jpegs_gpu(
 def pinned_batch(arrays: Sequence[np.ndarray] | np.ndarray) -> torch.Tensor:
     """Stack (H, W, 3) uint8 arrays into one tensor in page-locked memory (when CUDA is
     present), so the host-to-device copy can run asynchronously."""
-    stacked = torch.from_numpy(
-        np.ascontiguousarray(np.stack(arrays) if not isinstance(arrays, np.ndarray) else arrays)
-    )
-    if torch.cuda.is_available():
-        return stacked.pin_memory()
-    return stacked
+    if not torch.cuda.is_available():
+        stacked = arrays if isinstance(arrays, np.ndarray) else np.stack(arrays)
+        return torch.from_numpy(np.ascontiguousarray(stacked))
+    first = np.asarray(arrays[0])
+    # stack straight into page-locked memory: one copy, not a stack and then a pin
+    pinned = torch.empty((len(arrays), *first.shape), dtype=torch.uint8, pin_memory=True)
+    np.stack([np.asarray(a, dtype=np.uint8) for a in arrays], out=pinned.numpy())
+    return pinned
 
 
 class DevicePrefetcher:
