@@ -87,17 +87,10 @@ def phash(images: torch.Tensor) -> np.ndarray:
     return pack_bits(phash_bits(luma(images)))
 
 
-def _popcount(x: np.ndarray) -> np.ndarray:
-    if hasattr(np, "bitwise_count"):  # numpy >= 2.0
-        return np.bitwise_count(x).astype(np.int64)
-    as_bytes = x.astype(np.uint64).view(np.uint8).reshape(*x.shape, 8)
-    return np.unpackbits(as_bytes, axis=-1).sum(axis=-1).astype(np.int64)
-
-
 def hamming(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
     """Elementwise (broadcasting) Hamming distance between uint64 hashes."""
     x = np.bitwise_xor(np.asarray(a, dtype=np.uint64), np.asarray(b, dtype=np.uint64))
-    return _popcount(x)
+    return np.bitwise_count(x).astype(np.int64)
 
 
 def hamming_matrix(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:

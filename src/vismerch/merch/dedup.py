@@ -72,11 +72,8 @@ class DupPairs:
 
 # -- hash neighbours ----------------------------------------------------------------------
 def popcount(x: np.ndarray) -> np.ndarray:
-    """Set bits per uint64 element (numpy >= 2 has it built in)."""
-    if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(x).astype(np.int16)
-    return np.unpackbits(x.astype("<u8").view(np.uint8).reshape(*x.shape, 8), axis=-1).sum(
-        axis=-1).astype(np.int16)
+    """Set bits per uint64 element."""
+    return np.bitwise_count(x).astype(np.int16)
 
 
 def _rotate_right(h: np.ndarray, bits: int) -> np.ndarray:
