@@ -9,8 +9,10 @@ shard so that vectors of different fingerprints never mix in one index.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -86,3 +88,23 @@ def create_backend(name: str, settings=None, device: str = "cpu", **options) -> 
     """Build a backend by registered name; unknown names raise with the known list."""
     factory = BACKENDS.get(name)
     return factory(settings=settings, device=device, **options)
+
+
+def folder_digest(folder: str | Path) -> str:
+    """A cheap content digest of a local model folder: configs in full, weight files by
+    size plus their first and last MiB (different random weights -> different digest)."""
+    h = hashlib.sha256()
+    for path in sorted(Path(folder).rglob("*")):
+        if not path.is_file() or path.name.startswith("."):
+            continue
+        h.update(path.relative_to(folder).as_posix().encode())
+        size = path.stat().st_size
+        h.update(str(size).encode())
+        with path.open("rb") as fh:
+            if size <= 2 << 20:
+                h.update(fh.read())
+            else:
+                h.update(fh.read(1 << 20))
+                fh.seek(-(1 << 20), 2)
+                h.update(fh.read())
+    return "sha256:" + h.hexdigest()[:16]

@@ -11,7 +11,6 @@ All of them are in the fingerprint stored with every shard.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import re
@@ -37,7 +36,7 @@ from vismerch.accel.precision import (
 )
 from vismerch.config import setting
 from vismerch.errors import UsageError, VismerchError
-from vismerch.features.base import FeatureBatch
+from vismerch.features.base import FeatureBatch, folder_digest
 
 log = logging.getLogger("vismerch.neural")
 
@@ -241,26 +240,6 @@ def _split_ref(model: str) -> tuple[str, bool]:
     if path.exists():
         return str(path.resolve()), True
     return model, False
-
-
-def folder_digest(folder: str | Path) -> str:
-    """A cheap content digest of a local model folder: configs in full, weight files by
-    size plus their first and last MiB (different random weights -> different digest)."""
-    h = hashlib.sha256()
-    for path in sorted(Path(folder).rglob("*")):
-        if not path.is_file() or path.name.startswith("."):
-            continue
-        h.update(path.relative_to(folder).as_posix().encode())
-        size = path.stat().st_size
-        h.update(str(size).encode())
-        with path.open("rb") as fh:
-            if size <= 2 << 20:
-                h.update(fh.read())
-            else:
-                h.update(fh.read(1 << 20))
-                fh.seek(-(1 << 20), 2)
-                h.update(fh.read())
-    return "sha256:" + h.hexdigest()[:16]
 
 
 def _logit_params(module: torch.nn.Module) -> tuple[float, float | None]:

