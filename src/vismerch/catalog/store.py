@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,6 +33,11 @@ THUMB_FORMATS = {  # thumb_format setting -> (suffix, Pillow format, save option
     "jpeg": (".jpg", "JPEG", {"quality": 85}),
 }
 THUMB_SUFFIXES = tuple(suffix for suffix, _, _ in THUMB_FORMATS.values())
+
+
+def utc_timestamp() -> str:
+    """The one timestamp format the store keeps: UTC, seconds, RFC 3339 (``...T12:00:00Z``)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 @dataclass

@@ -24,9 +24,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from vismerch.catalog.store import utc_timestamp
 from vismerch.errors import UsageError
 from vismerch.merch.expr import parse
-from vismerch.merch.rules import now
 
 CORE_FIELDS = ("id", "title", "description", "category", "brand", "price", "stock", "sales",
                "created_at", "width", "height", "sha256", "image_path")
@@ -203,7 +203,7 @@ def refresh_collections(store: Any, records: Sequence[dict[str, Any]] | None = N
     records = product_records(store) if records is None else records
     existing = {row["name"]: row for row in store.db.execute("SELECT * FROM collections")}
     wanted = _wanted_auto(records, collection_columns(store))
-    stamp = now()
+    stamp = utc_timestamp()
     index = _Index(records)
     created, removed, skipped = [], [], []
     sizes: dict[str, int] = {}
@@ -301,7 +301,7 @@ def create_collection(store: Any, name: str, *, where: str | None = None,
         raise UsageError(f"a collection named {name!r} already exists",
                          hint="pick another name or delete it first")
     found = _members(kind, definition, _Index(records))
-    stamp = now()
+    stamp = utc_timestamp()
     with store.transaction() as con:
         con.execute("INSERT INTO collections (name, kind, definition, auto, created_at, "
                     "refreshed_at) VALUES (?, ?, ?, 0, ?, ?)",

@@ -24,23 +24,20 @@ resolves conflicts deterministically, reporting each one:
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
+from vismerch.catalog.store import utc_timestamp
 from vismerch.errors import UsageError
+from vismerch.merch.collections import get_collection
 from vismerch.merch.expr import parse
 
 RULE_KINDS = ("pin", "boost", "bury", "hide", "bury-out-of-stock")
 OOS_POLICIES = ("release", "substitute", "keep")
 OUT_OF_STOCK = "stock <= 0"
-
-
-def now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 @dataclass
@@ -106,11 +103,9 @@ def add_rule(store: Any, kind: str, *, scope: str | None = None, condition: str 
         factor = 100.0 if kind == "bury-out-of-stock" else 50.0
     rule = Rule(0, kind, scope or None, condition, product_id,
                 int(position) if position is not None else None, float(factor), oos_policy,
-                True, note, now())
+                True, note, utc_timestamp())
     validate(rule)
     if scope:
-        from vismerch.merch.collections import get_collection  # it imports ``now`` from here
-
         get_collection(store, scope)
     with store.transaction() as con:
         cur = con.execute(
@@ -172,7 +167,7 @@ def log_events(store: Any, collection: str, events: Sequence[dict[str, Any]]) ->
                 "INSERT INTO rule_log (rule_id, collection, kind, product_id, substitute_id,"
                 " position, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (e["rule"], collection, e["kind"], e["product"], e.get("substitute"),
-                 e.get("position"), json.dumps(e, sort_keys=True), now()),
+                 e.get("position"), json.dumps(e, sort_keys=True), utc_timestamp()),
             )
             ids.append(int(cur.lastrowid))
     return ids
@@ -193,7 +188,7 @@ def revert_substitution(store: Any, log_id: int) -> dict[str, Any]:
         if row is None or row["kind"] != "substitute":
             raise UsageError(f"no substitution #{log_id} in the rule log",
                              hint="see: vismerch rules log STORE")
-        con.execute("UPDATE rule_log SET reverted_at = ? WHERE id = ?", (now(), int(log_id)))
+        con.execute("UPDATE rule_log SET reverted_at = ? WHERE id = ?", (utc_timestamp(), int(log_id)))
     return dict(row)
 
 

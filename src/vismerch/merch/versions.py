@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from vismerch.catalog.store import utc_timestamp
 from vismerch.errors import UsageError
 from vismerch.merch.collections import check_name, get_collection
-from vismerch.merch.rules import now
 
 PUBLISHED = "published"  # alias for the collection's published version
 
@@ -53,7 +53,7 @@ def save_version(store: Any, collection: str, name: str, result: Any, *,
         cur = con.execute(
             "INSERT INTO arrangement_versions (collection, name, created_at, params, items, summary)"
             " VALUES (?, ?, ?, ?, ?, ?)",
-            (collection, name, now(), json.dumps({**stored_params, **(params or {})}, default=str),
+            (collection, name, utc_timestamp(), json.dumps({**stored_params, **(params or {})}, default=str),
              json.dumps(items), json.dumps(summary, default=str)),
         )
     return {"id": int(cur.lastrowid), "collection": collection, "name": name, "size": len(items)}
@@ -150,7 +150,7 @@ def publish(store: Any, collection: str, name: str) -> dict[str, Any]:
     row = _row(store, collection, name)
     with store.transaction() as con:
         con.execute("INSERT INTO arrangement_publications (collection, version_id, action, at) "
-                    "VALUES (?, ?, 'publish', ?)", (collection, row["id"], now()))
+                    "VALUES (?, ?, 'publish', ?)", (collection, row["id"], utc_timestamp()))
     return {"collection": collection, "published": row["name"], "id": row["id"]}
 
 
@@ -180,7 +180,7 @@ def rollback(store: Any, collection: str, to: str | None = None) -> dict[str, An
                              "current one", hint="publish it instead: vismerch versions publish")
     with store.transaction() as con:
         con.execute("INSERT INTO arrangement_publications (collection, version_id, action, at) "
-                    "VALUES (?, ?, 'rollback', ?)", (collection, target, now()))
+                    "VALUES (?, ?, 'rollback', ?)", (collection, target, utc_timestamp()))
     name = store.db.execute("SELECT name FROM arrangement_versions WHERE id = ?",
                             (target,)).fetchone()[0]
     return {"collection": collection, "published": name, "id": target}

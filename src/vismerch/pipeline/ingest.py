@@ -14,13 +14,12 @@ import os
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from vismerch.catalog.shards import record_shard, remove_orphans
 from vismerch.catalog.sources import ProductRecord, read_source
-from vismerch.catalog.store import THUMB_FORMATS, Store
+from vismerch.catalog.store import THUMB_FORMATS, Store, utc_timestamp
 from vismerch.config import Settings, load_settings
 from vismerch.errors import JobFailed, UsageError
 from vismerch.pipeline.plan import plan_tasks
@@ -44,10 +43,6 @@ class IngestSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _upsert_product(con, record: ProductRecord, run_id: int, **fields: Any) -> None:
@@ -226,7 +221,8 @@ def ingest(
         with store.transaction() as con:
             run_id = con.execute(
                 "INSERT INTO runs (started_at, source, settings) VALUES (?,?,?)",
-                (_now(), str(Path(source).resolve()), json.dumps(settings.as_dict(), sort_keys=True)),
+                (utc_timestamp(), str(Path(source).resolve()),
+                 json.dumps(settings.as_dict(), sort_keys=True)),
             ).lastrowid
         specs = backend_specs(backends, backend_options)
         plan = plan_tasks(records, store, [b.key for b in specs], settings.task_size)
@@ -304,7 +300,7 @@ def ingest(
         with store.transaction() as con:
             con.execute(
                 "UPDATE runs SET finished_at = ?, summary = ? WHERE id = ?",
-                (_now(), json.dumps(summary.as_dict()), run_id),
+                (utc_timestamp(), json.dumps(summary.as_dict()), run_id),
             )
         if records and ingested == 0 and summary.skipped == 0:
             raise JobFailed(
