@@ -339,3 +339,22 @@ def test_unreachable_finetune_deadline_is_flagged(catalog):
                      gpus=["l4"], catalog=catalog)
     opt = plan.options[0]
     assert not opt.meets_deadline and any("not reachable" in n for n in opt.notes)
+
+
+def test_one_link_rule_for_data_and_tensor_parallel_groups(catalog):
+    """An NVLink domain wider than a server (an NVL72 rack) carries rings across servers;
+    GPUs of one server outside any NVLink domain talk over PCIe, not NVLink."""
+    from dataclasses import replace
+
+    rack = replace(catalog.get("b200"), nvlink_domain=72, gpus_per_node=4)
+    assert parallel.ring_link(rack, 16) == (rack.nvlink_gb_s * 1e9 / 2, "NVLink")
+    assert parallel.ring_link(rack, 144)[1] == "network"
+    pairs = replace(catalog.get("h100"), nvlink_domain=2, gpus_per_node=8, pcie_gb_s=128)
+    assert parallel.ring_link(pairs, 2)[1] == "NVLink"
+    assert parallel.ring_link(pairs, 4) == (64e9, "PCIe")
+    # tensor parallelism over 16 rack GPUs runs on that NVLink, not on the network
+    model, eff, a = PRESETS["vit-h-14"], Efficiency(0.5, 0.8, 0.8), Assumptions()
+    on_nvlink = parallel.tensor_parallel_efficiency(model, rack, "bf16", eff, a, 16, 64)
+    no_nvlink = parallel.tensor_parallel_efficiency(model, replace(rack, nvlink_domain=1),
+                                                    "bf16", eff, a, 16, 64)
+    assert on_nvlink > no_nvlink

@@ -34,7 +34,7 @@ from typing import Any
 from vismerch.errors import UsageError
 from vismerch.plan.assumptions import Assumptions
 from vismerch.plan.hardware import Catalog
-from vismerch.plan.parallel import WEIGHT_BYTES, activation_bytes, dp_link
+from vismerch.plan.parallel import WEIGHT_BYTES, activation_bytes, ring_link
 from vismerch.plan.roofline import PEAK_KEY, Efficiency
 from vismerch.plan.workloads import PRESETS, ViTConfig, get_model
 
@@ -214,7 +214,7 @@ def _read_entry(entry: dict, gpu_key: str, stamp: str, catalog: Catalog, a: Assu
         if not busbw:
             return "all-reduce without busbw_gb_per_s"
         n = int(entry.get("gpus", gpu.gpus_per_node))
-        link_gb_s = dp_link(gpu, n)[0] / 1e9  # the hop the model's all-reduce time uses
+        link_gb_s = ring_link(gpu, n)[0] / 1e9  # the hop the model's all-reduce time uses
         _keep_best(cal.comm, gpu_key, busbw / link_gb_s, f"all-reduce {stamp}")
         return None
     if precision is None or not gpu.supports(precision):

@@ -66,13 +66,6 @@ class GPU:
         return self.nvlink_gb_s * 1e9 / 2
 
     @property
-    def intra_node_bytes_per_s(self) -> float:
-        """Per-direction link for collectives inside one server: NVLink, else PCIe."""
-        if self.nvlink_gb_s > 0 and self.nvlink_domain > 1:
-            return self.nvlink_bytes_per_s_each_way
-        return self.pcie_gb_s * 1e9 / 2
-
-    @property
     def scaleout_bytes_per_s(self) -> float:
         return self.scaleout_gb_s * 1e9
 

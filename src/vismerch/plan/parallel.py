@@ -39,12 +39,14 @@ def ring_allreduce_s(nbytes: float, n: int, link_bytes_per_s: float, comm_eff: f
     return 2 * (n - 1) / n * nbytes / (link_bytes_per_s * comm_eff)
 
 
-def dp_link(gpu: GPU, n: int) -> tuple[float, str]:
-    """Per-direction bandwidth of the slowest hop of an n-GPU ring, and its name."""
+def ring_link(gpu: GPU, n: int) -> tuple[float, str]:
+    """Per-direction bandwidth of the slowest hop of an n-GPU ring, and its name; the same
+    rule for data- and tensor-parallel groups. An NVLink domain may span servers (NVL72
+    racks), so it is checked before the server boundary."""
+    if gpu.nvlink_gb_s > 0 and n <= gpu.nvlink_domain:
+        return gpu.nvlink_bytes_per_s_each_way, "NVLink"
     if n <= gpu.gpus_per_node:
-        if gpu.nvlink_gb_s > 0 and n <= gpu.nvlink_domain:
-            return gpu.nvlink_bytes_per_s_each_way, "NVLink"
-        return gpu.intra_node_bytes_per_s, "PCIe"
+        return gpu.pcie_gb_s * 1e9 / 2, "PCIe"
     return gpu.scaleout_bytes_per_s, "network"
 
 
@@ -103,7 +105,7 @@ def dp_step(
     traffic = 3 * model.activation_traffic(act_bytes) * batch
     traffic += params * (2 * WEIGHT_BYTES[precision] + 2 * OPTIMIZER_BYTES_PER_PARAM)
     timing = roofline(flops, traffic, gpu, precision, eff)
-    link_bw, link = dp_link(gpu, n)
+    link_bw, link = ring_link(gpu, n)
     grad_bytes = params * 2 * (1.5 if fsdp else 1.0)  # FSDP: all-gather x2 + reduce-scatter
     comm = ring_allreduce_s(grad_bytes, n, link_bw, eff.comm)
     exposed = max(0.0, comm - a.overlap * timing.seconds * 2 / 3)
@@ -146,8 +148,7 @@ def tensor_parallel_efficiency(
     flops = model.forward_flops() * batch * (3 if training else 1)
     traffic = model.activation_traffic(act_bytes) * batch * (3 if training else 1)
     compute = roofline(flops / t, traffic / t, gpu, precision, eff).seconds
-    link = gpu.nvlink_bytes_per_s_each_way if t <= gpu.nvlink_domain and gpu.nvlink_gb_s else (
-        gpu.intra_node_bytes_per_s if t <= gpu.gpus_per_node else gpu.scaleout_bytes_per_s)
+    link, _ = ring_link(gpu, t)
     message = batch * model.tokens * model.width * act_bytes
     per_layer = (4 if training else 2) * ring_allreduce_s(message, t, link, eff.comm)
     comm = model.depth * per_layer
