@@ -200,3 +200,42 @@ def test_structure_gate_separates_same_photo_from_look_alike_product():
     assert [g.members for g in groups] == [["a", "b"]]
     without = find_duplicate_groups(ids, hashes, vectors)
     assert [sorted(g.members) for g in without] == [["a", "b", "c"]]
+
+
+def _product_shot(size: int = 256, scale: float = 1.0, stripe: bool = False) -> np.ndarray:
+    """A dark t-shirt-like block with sleeves on white, optionally striped."""
+    from PIL import Image, ImageDraw
+
+    im = Image.new("RGB", (size, size), (250, 250, 250))
+    draw = ImageDraw.Draw(im)
+    c, s = size / 2, size * 0.3 * scale
+    draw.rectangle((c - s * 0.6, c - s, c + s * 0.6, c + s), fill=(30, 40, 90))
+    draw.polygon([(c - s * 0.6, c - s), (c - s * 1.1, c - s * 0.4), (c - s * 0.6, c - s * 0.2)],
+                 fill=(30, 40, 90))
+    draw.polygon([(c + s * 0.6, c - s), (c + s * 1.1, c - s * 0.4), (c + s * 0.6, c - s * 0.2)],
+                 fill=(30, 40, 90))
+    if stripe:
+        for y in range(int(c - s), int(c + s), 12):
+            draw.rectangle((c - s * 0.6, y, c + s * 0.6, y + 4), fill=(230, 230, 230))
+    return np.asarray(im)
+
+
+def test_a_crop_of_a_photo_lines_up_after_a_centre_zoom():
+    """A 12% centre crop (resized back to the working size) matches its photo through the
+    zoom search, though not as it is; another product of the same colour and silhouette
+    but a different print does not match either way."""
+    from PIL import Image
+
+    from vismerch.features.colour import ColourBackend
+    from vismerch.merch.dedup import structure_correlation
+
+    photo = _product_shot()
+    cut = round(256 * 0.06)
+    crop = np.asarray(Image.fromarray(photo[cut:-cut, cut:-cut]).resize((256, 256), Image.BILINEAR))
+    striped = _product_shot(stripe=True)
+    sig = ColourBackend().encode_images(np.stack([photo, crop, striped])).columns["structure"]
+    i, j = np.array([0, 0]), np.array([1, 2])
+    as_is = structure_correlation(sig, i, j, zooms=())
+    zoomed = structure_correlation(sig, i, j)
+    assert as_is[0] < 0.975 <= zoomed[0]  # the crop: only the zoom search lines it up
+    assert zoomed[1] < 0.975  # the other print: no zoom makes it the same photo

@@ -3,23 +3,31 @@
 A pair of images is a duplicate under either rule (thresholds are settings):
 
 * **same shot** — Hamming(phash) <= ``max_hamming`` (10 of 64) and cosine >= ``min_cosine``
-  (0.92). Re-encodes, resizes and light edits move the phash by 0-2 bits; the cosine gate
-  rejects the chance collisions that any large catalog has (one million random hashes hold
-  about 5,000 pairs within 10 bits).
+  (0.92). Re-encodes and format changes move the phash by 0-2 bits, resizes by up to 6
+  (``benchmarks/dedup_evidence.py``); the cosine gate rejects the chance collisions that
+  any large catalog has (one million random hashes hold about 5,000 pairs within 10 bits).
 * **crop / reframe** — Hamming <= ``crop_hamming`` (16) and cosine >= ``crop_cosine`` (0.97).
-  A 90 % centre crop moves the phash by 4-14 bits (median 8) and a 5 % shift by up to 10,
-  measured on synthetic product shots, so a crop can land beyond ``max_hamming``; it is
-  still caught when the content vectors are nearly identical. Candidates for this rule come
-  from the vector index (each item's ``crop_neighbours`` nearest), not from the hashes: a
-  hash search at radius 16 costs several times the radius-10 one.
+  A crop moves the phash by several bits (0-10, median 5, for the 4-6 % crops of
+  ``benchmarks/dedup_evidence.py``; more for larger crops), so it can land beyond
+  ``max_hamming``; it is still caught when the content vectors are nearly identical.
+  Candidates for this rule come from the vector index (each item's ``crop_neighbours``
+  nearest), not from the hashes: a hash search at radius 16 costs several times the
+  radius-10 one.
 
 Both rules also need the **structure** check when 32x32 luma signatures are given
-(``structure``, from the colour backend): their zero-mean normalised correlation must be
->= ``min_structure`` (0.96). The hash and the colour vector summarise an image too
-coarsely to tell one photo from another product of the same colour and silhouette (on a
-catalog shot on white, such pairs reach cosine 0.99 and 10-12 bits); the same photo
-re-encoded, resized or cropped by ~10% still correlates >= 0.965 at 32x32, while distinct
-products rarely pass 0.95.
+(``structure``, from the colour backend): their zero-mean normalised correlation, as they
+are or with either one centre-zoomed by up to 1/0.8 (``ZOOMS``: a crop is the photo
+magnified), must be >= ``min_structure`` (0.97). The hash and the colour vector summarise
+an image too coarsely to tell one photo from another product of the same colour and
+silhouette (on a catalog shot on white, such pairs reach cosine 0.99 and 10-12 bits).
+``benchmarks/dedup_evidence.py`` measures all three signals on generated catalogs with
+planted copies (figures in ``benchmarks/RESULTS.md``). Over 8 catalogs: re-encoded,
+resized and re-formatted copies correlate 0.974-1.0 and 4-6 % crops 0.937-1.0 (median
+0.992; 66 of 91 crops passed the earlier check without the zoom search, 84 pass now);
+look-alike products that pass the hash and cosine gates correlate at median 0.88 and 8 of
+954 reach 0.975 (9 passed the earlier check). What the zoom search cannot tell apart: the
+same product shot larger in the frame looks like a crop at 32x32 (that pair must already
+have passed the hash and cosine gates).
 
 Hash candidates are found without comparing all pairs: exact ``IndexBinaryFlat`` range
 search up to ``flat_max`` distinct hashes, above that multi-index hashing — the 64 bits are
@@ -269,22 +277,61 @@ def _index_rows_to_items(index: Any, ids: list[str]) -> np.ndarray | None:
     return np.array([where.get(v, -1) for v in index.ids], dtype=np.int64)
 
 
-def structure_correlation(structure: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """Zero-mean normalised correlation of the (N, 32, 32) signatures of pairs (i, j)."""
+# Centre zooms tried when two signatures do not line up as they are: a crop of the same
+# photo is the original magnified about (roughly) its centre, by up to 1/0.8 (a fifth of
+# each side cut). Isotropic only: per-axis zooms also let look-alike products through
+# (benchmarks/dedup_evidence.py measures both).
+ZOOMS = (0.97, 0.94, 0.91, 0.88, 0.85, 0.82, 0.80)
+
+
+def _zoom_taps(size: int, zoom: float) -> tuple[np.ndarray, np.ndarray]:
+    """Lower sample index and weight of the upper one, for a bilinear centre zoom."""
+    centre = (size - 1) / 2
+    at = centre + (np.arange(size) - centre) * zoom
+    low = np.floor(at).astype(np.int64).clip(0, size - 2)
+    return low, (at - low).astype(np.float32)
+
+
+def _zoom_in(sig: np.ndarray, zoom: float) -> np.ndarray:
+    """(P, S, S) signatures magnified by 1/zoom about their centres (bilinear)."""
+    low, w = _zoom_taps(sig.shape[-1], zoom)
+    rows = sig[:, low] * (1 - w)[None, :, None] + sig[:, low + 1] * w[None, :, None]
+    return rows[:, :, low] * (1 - w) + rows[:, :, low + 1] * w
+
+
+def _ncc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a.reshape(len(a), -1)
+    b = b.reshape(len(b), -1)
+    a = a - a.mean(axis=1, keepdims=True)
+    b = b - b.mean(axis=1, keepdims=True)
+    norm = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    return np.einsum("ij,ij->i", a, b) / np.maximum(norm, 1e-6)
+
+
+def structure_correlation(structure: np.ndarray, i: np.ndarray, j: np.ndarray,
+                          zooms: tuple[float, ...] = ZOOMS,
+                          good_enough: float = 1.0) -> np.ndarray:
+    """Zero-mean normalised correlation of the (N, S, S) signatures of pairs (i, j): the best
+    of the signatures as they are and of either one centre-zoomed by each of ``zooms`` (so
+    a crop of a photo still lines up with the photo). Pairs already at ``good_enough`` as
+    they are skip the zooms."""
     out = np.empty(i.size, np.float32)
-    flat = structure.reshape(len(structure), -1)
     for s in range(0, i.size, _PAIR_CHUNK):
-        a = flat[i[s:s + _PAIR_CHUNK]].astype(np.float32)
-        b = flat[j[s:s + _PAIR_CHUNK]].astype(np.float32)
-        a -= a.mean(axis=1, keepdims=True)
-        b -= b.mean(axis=1, keepdims=True)
-        norm = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-        out[s:s + _PAIR_CHUNK] = np.einsum("ij,ij->i", a, b) / np.maximum(norm, 1e-6)
+        a = structure[i[s:s + _PAIR_CHUNK]].astype(np.float32)
+        b = structure[j[s:s + _PAIR_CHUNK]].astype(np.float32)
+        best = _ncc(a, b)
+        todo = np.flatnonzero(best < good_enough)
+        if todo.size and zooms:
+            a, b = a[todo], b[todo]
+            for zoom in zooms:
+                best[todo] = np.maximum(best[todo], np.maximum(_ncc(_zoom_in(a, zoom), b),
+                                                               _ncc(a, _zoom_in(b, zoom))))
+        out[s:s + _PAIR_CHUNK] = best
     return out
 
 
 def duplicate_pairs(ids: list[str], hashes: np.ndarray, vectors: np.ndarray | None, *,
-                    structure: np.ndarray | None = None, min_structure: float = 0.96,
+                    structure: np.ndarray | None = None, min_structure: float = 0.975,
                     max_hamming: int = 10, min_cosine: float = 0.92, crop_hamming: int = 16,
                     crop_cosine: float = 0.97, max_neighbours: int = 32,
                     crop_neighbours: int = 8, index: Any = None,
@@ -329,7 +376,8 @@ def duplicate_pairs(ids: list[str], hashes: np.ndarray, vectors: np.ndarray | No
         if len(structure) != n:
             raise UsageError(f"dedup inputs disagree: {n} ids, {len(structure)} structure signatures")
         check = np.flatnonzero(ok)
-        ok[check] = structure_correlation(np.asarray(structure), i[check], j[check]) >= min_structure
+        ok[check] = structure_correlation(np.asarray(structure), i[check], j[check],
+                                          good_enough=min_structure) >= min_structure
     timings["confirm"] = time.perf_counter() - start
     return DupPairs(i[ok], j[ok], dist[ok], cos[ok])
 
@@ -382,7 +430,7 @@ def group_pairs(ids: list[str], pairs: DupPairs, *, quality_penalty: Any = None,
 
 
 def find_duplicate_groups(ids: list[str], hashes: np.ndarray, vectors: np.ndarray | None, *,
-                          structure: np.ndarray | None = None, min_structure: float = 0.96,
+                          structure: np.ndarray | None = None, min_structure: float = 0.975,
                           max_hamming: int = 10, min_cosine: float = 0.92,
                           quality_penalty: Any = None, resolution: Any = None,
                           crop_hamming: int = 16, crop_cosine: float = 0.97,
