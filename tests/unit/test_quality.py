@@ -115,6 +115,20 @@ def test_no_foreground_means_no_size_or_position_verdict():
     assert not any(r.flagged for r in assess_quality(metrics, 1000, 1000, SETTINGS))
 
 
+def test_over_exposure_is_not_judged_on_a_product_smaller_than_the_darkest_percent():
+    washed = clean() | {"shadows": 96.0}
+    verdict = {fill: "over-exposed" in {r.name for r in assess_quality(
+        washed | {"fill": fill}, 1000, 1000, SETTINGS) if r.flagged}
+        for fill in (0.0, 0.005, 0.02, 0.4)}
+    assert verdict == {0.0: True, 0.005: False, 0.02: True, 0.4: True}
+
+
+def test_tiny_dark_product_on_white_is_too_small_not_over_exposed():
+    tiny, normal = flags_of(shot(scale=0.12), shot(scale=0.9))
+    assert "too-small" in tiny and "over-exposed" not in tiny
+    assert normal == set()
+
+
 def test_missing_metrics_are_nan_and_never_flag():
     results = assess_quality({}, 1000, 1000, SETTINGS)
     by_name = {r.name: r for r in results}

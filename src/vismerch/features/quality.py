@@ -250,6 +250,8 @@ def assess_quality(
     When no foreground was found at all (``fill`` == 0: a white item on white, or a dark
     shot where product and backdrop merge) there is no size or position to judge, so
     too-small and off-centre do not fire; a genuinely tiny product still has a few cells.
+    A product under 1% of the frame is not judged over-exposed: the darkest 1% of the
+    frame, which that flag reads, is then backdrop.
     """
     s = settings
     short, long_ = min(width, height), max(width, height)
@@ -279,8 +281,13 @@ def assess_quality(
     }
     if flagged["under-exposed"] or flagged["over-exposed"]:
         flagged["non-white-background"] = flagged["cluttered-background"] = False
-    if _metric(metrics, "fill") == 0.0:  # nothing stood out from the background
+    fill = _metric(metrics, "fill")
+    if fill == 0.0:  # nothing stood out from the background
         flagged["too-small"] = flagged["off-centre"] = False
+    elif fill < EXPOSURE_QUANTILE:
+        # the frame's darkest 1% is then backdrop, not product: it cannot say the product
+        # washed out (a tiny product is already flagged too-small)
+        flagged["over-exposed"] = False
     return [QualityResult(n, values[n], bool(flagged[n])) for n in QUALITY_FLAGS]
 
 
