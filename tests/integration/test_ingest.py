@@ -144,3 +144,39 @@ def test_thumbnails_are_webp_by_default_and_jpeg_on_request(tmp_path):
         ingest(cat.manifest_path, tmp_path / "bad", progress=False,
                settings=load_settings().replace(thumb_format="png"))
     assert not (tmp_path / "bad").exists()
+
+
+def test_changed_thresholds_rejudge_stored_images_on_the_next_ingest(tmp_path):
+    """Quality thresholds and the multicolour share live in settings: after a change, the
+    next ingest re-judges unchanged images from their stored metrics (nothing decoded)."""
+    import json
+
+    from vismerch.config import load_settings
+
+    cat = small_catalog(tmp_path / "cat", n=6, seed=5, corrupt=False, flawed=False, duplicates=False)
+    store_dir = tmp_path / "store"
+    ingest(cat.manifest_path, store_dir, workers=1, progress=False)
+
+    def flagged():
+        with Store.open(store_dir) as store:
+            derived = json.loads(store.get_meta("derived"))
+            return ({pid: {f["name"] for f in flags} for pid, flags in store.quality().items()},
+                    {t["id"]: [c["name"] for c in t["colours"]] for t in store.tags()},
+                    derived["redescribed"])
+
+    before, colours_before, redescribed = flagged()
+    assert redescribed == 0  # judged by the workers with the same rules
+    assert not any("low-resolution" in f for f in before.values())
+    strict = load_settings().replace(quality_min_side=5000, multicolour_max_weight=1.0)
+    summary = ingest(cat.manifest_path, store_dir, workers=1, progress=False, settings=strict)
+    assert summary.ingested == 0 and summary.skipped == 6  # nothing decoded again
+    after, colours_after, redescribed = flagged()
+    assert redescribed == 6
+    assert len(after) == 6 and all("low-resolution" in f for f in after.values())
+    # a single name must now cover the whole product: every item of 2+ colours is multicolour
+    for pid, names in colours_after.items():
+        named = [n for n in colours_before[pid] if n != "multicolour"]
+        assert names == (["multicolour", *named] if len(named) > 1 else named)
+    assert any(names[0] == "multicolour" for names in colours_after.values())
+    ingest(cat.manifest_path, store_dir, workers=1, progress=False, settings=strict)
+    assert flagged()[2] == 0  # same rules: nothing to re-judge

@@ -50,6 +50,43 @@ def refresh_audit(store: Store, features: Features, settings: Settings,
     return len(rows)
 
 
+DESCRIBE_KEY = "describe_key"  # meta: the rules and settings that judged the stored flags
+
+
+def refresh_descriptions(store: Store, features: Features, settings: Settings) -> int:
+    """Re-derive every image's colour names and quality flags from its stored metrics when
+    the rules or settings behind them changed since they were judged; returns how many
+    images were re-judged (0 when nothing changed)."""
+    from vismerch.features.describe import describe, describe_key
+
+    key = describe_key(settings)
+    if store.get_meta(DESCRIBE_KEY) == key:
+        return 0
+    sha_of = dict(store.db.execute("SELECT id, sha256 FROM products WHERE status = 'ok'").fetchall())
+    sizes = {row[0]: (row[1], row[2])
+             for row in store.db.execute("SELECT sha256, width, height FROM images").fetchall()}
+    rows: dict[str, int] = {}  # one row per image: products with identical bytes share it
+    for i, pid in enumerate(features.ids):
+        sha = sha_of.get(pid)
+        if sha in sizes:
+            rows.setdefault(sha, i)
+    shas = list(rows)
+    if shas:
+        take = np.array([rows[sha] for sha in shas])
+        columns = {name: values[take] for name, values in features.columns.items()}
+        colours, flags = describe(columns, [sizes[sha] for sha in shas], settings)
+        with store.transaction() as con:
+            for sha, named, judged in zip(shas, colours, flags, strict=True):
+                con.execute("DELETE FROM colours WHERE sha256 = ?", (sha,))
+                con.executemany("INSERT INTO colours (sha256, rank, name, hex, weight) VALUES (?,?,?,?,?)",
+                                [(sha, rank, *c) for rank, c in enumerate(named)])
+                con.execute("DELETE FROM quality WHERE sha256 = ?", (sha,))
+                con.executemany("INSERT INTO quality (sha256, name, value, flagged) VALUES (?,?,?,?)",
+                                [(sha, name, value, int(flagged)) for name, value, flagged in judged])
+    store.set_meta(DESCRIBE_KEY, key)
+    return len(shas)
+
+
 def refresh_indexes(store: Store, settings: Settings,
                     loaded: dict[str, Features] | None = None) -> dict[str, object]:
     """One FAISS index per backend (newest fingerprint) under ``index/``; returns them.
@@ -118,8 +155,10 @@ def refresh_duplicates(store: Store, features: Features, settings: Settings, ind
 def refresh_derived(store: Store, settings: Settings) -> dict[str, object]:
     features = store.load_features("colour")
     products = store.products()
+    redescribed = refresh_descriptions(store, features, settings)  # before: dedup reads flags
     indexes = refresh_indexes(store, settings, {"colour": features})
     out: dict[str, object] = {
+        "redescribed": redescribed,
         "audit": refresh_audit(store, features, settings, products),
         "indexes": {name: len(index) for name, index in indexes.items()},
         "duplicate_groups": refresh_duplicates(

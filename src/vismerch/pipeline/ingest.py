@@ -218,6 +218,13 @@ def ingest(
     try:
         known_shards = {row[0] for row in store.db.execute("SELECT path FROM shards").fetchall()}
         remove_orphans(store.path, known_shards)
+        if store.db.execute("SELECT 1 FROM colours LIMIT 1").fetchone() is None:
+            # nothing judged yet: this run's workers judge with these rules and settings,
+            # so derive need not re-judge (it does when an older store's key differs)
+            from vismerch.features.describe import describe_key
+            from vismerch.merch.derive import DESCRIBE_KEY
+
+            store.set_meta(DESCRIBE_KEY, describe_key(settings))
         with store.transaction() as con:
             run_id = con.execute(
                 "INSERT INTO runs (started_at, source, settings) VALUES (?,?,?)",

@@ -187,21 +187,12 @@ def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTa
 def _describe_colour(columns: dict[str, np.ndarray], shas: list[str], sizes, settings, result) -> None:
     """Colour names and quality flags per image, from the colour backend's columns."""
     from vismerch.config import load_settings
-    from vismerch.features.colour import colour_names
-    from vismerch.features.quality import assess_quality, metrics_row
+    from vismerch.features.describe import describe
 
-    resolved = load_settings(base=settings)
-    names = colour_names(
-        columns["palette_lab"], columns["palette_weight"],
-        multicolour_max_weight=resolved.multicolour_max_weight,
-    )
-    for i, sha in enumerate(shas):
-        result.colours[sha] = [(c.name, c.hex, float(c.weight)) for c in names[i]]
-        width, height = sizes[sha]
-        result.quality[sha] = [
-            (q.name, float(q.value), bool(q.flagged))
-            for q in assess_quality(metrics_row(columns, i), width, height, resolved)
-        ]
+    colours, flags = describe(columns, [sizes[sha] for sha in shas], load_settings(base=settings))
+    for sha, named, judged in zip(shas, colours, flags, strict=True):
+        result.colours[sha] = named
+        result.quality[sha] = judged
 
 
 def _stack(images: list[Any]) -> Any:

@@ -1,0 +1,51 @@
+"""What a merchandiser reads off the colour backend's columns: colour names and quality
+flags, and the key of the rules and settings that produced them.
+
+Both are recomputed from stored metrics, never from pixels, so changing a threshold, the
+multicolour share or the colour table re-judges every image on the next ingest without
+decoding anything (``merch.derive.refresh_descriptions``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+# Bump when the naming or flag rules change in code (not for threshold changes: those
+# are in the key already).
+RULES_VERSION = 2  # 2: no over-exposure verdict on a product under 1% of the frame
+
+Colours = list[tuple[str, str, float]]  # (name, hex, weight), best first
+Flags = list[tuple[str, float, bool]]  # (flag, measured value, flagged), every flag
+
+
+def describe_key(settings: Any) -> str:
+    """A digest of everything colour names and quality flags depend on besides metrics."""
+    from vismerch.features.colournames import load_colour_table
+
+    table = load_colour_table()
+    used = {k: v for k, v in sorted(settings.as_dict().items())
+            if k.startswith("quality_") or k == "multicolour_max_weight"}
+    doc = {"rules": RULES_VERSION, "settings": used,
+           "table": list(zip(table.names, table.hexes, strict=True))}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def describe(columns: dict[str, np.ndarray], sizes: Sequence[tuple[int, int]],
+             settings: Any) -> tuple[list[Colours], list[Flags]]:
+    """Colour names and quality flags of each image from the colour backend's columns and
+    the images' original (width, height)."""
+    from vismerch.features.colournames import colour_names
+    from vismerch.features.quality import assess_quality, metrics_row
+
+    names = colour_names(columns["palette_lab"], columns["palette_weight"],
+                         multicolour_max_weight=settings.multicolour_max_weight)
+    colours = [[(c.name, c.hex, float(c.weight)) for c in row] for row in names]
+    flags = [[(q.name, float(q.value), bool(q.flagged))
+              for q in assess_quality(metrics_row(columns, i), width, height, settings)]
+             for i, (width, height) in enumerate(sizes)]
+    return colours, flags
