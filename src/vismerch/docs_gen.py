@@ -22,6 +22,11 @@ def settings_markdown() -> str:
         "Precedence: default < TOML file (`--config` or `VISMERCH_CONFIG`) < environment "
         f"`{ENV_PREFIX}<NAME>` < command-line flag.",
         "",
+        "A changed `quality_*` threshold or `multicolour_max_weight` re-judges every stored image "
+        "on the next `vismerch ingest` from its stored metrics (nothing is decoded again); "
+        "duplicate (`dup_*`) and index settings apply there too, since derived data is rebuilt "
+        "after every ingest.",
+        "",
         "| name | type | default | environment | meaning |",
         "| --- | --- | --- | --- | --- |",
     ]
