@@ -222,6 +222,13 @@ def test_gpu_decode_takes_only_what_it_decodes_like_the_cpu_decoder():
     assert not gpu_decode_eligible(_encode(im, "JPEG", exif=exif))
     assert not gpu_decode_eligible(_encode(im, "JPEG"), max_pixels=100)
     assert not gpu_decode_eligible(b"not an image")
+    from vismerch.testing.catalog import adobe_rgb_icc
+
+    assert not gpu_decode_eligible(_encode(im, "JPEG", icc_profile=adobe_rgb_icc()))  # needs CMS
+    from PIL import ImageCms
+
+    srgb = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    assert gpu_decode_eligible(_encode(im, "JPEG", icc_profile=srgb))  # sRGB: nothing to convert
 
 
 def test_pinned_batch_and_prefetcher_on_cpu():

@@ -3,6 +3,9 @@ normalise everything else to an RGB uint8 array at the working size.
 
 - EXIF orientation applied; alpha composited over white; CMYK, 16-bit, float,
   palette, bilevel and greyscale converted to RGB; GIF/TIFF: first frame.
+- An embedded ICC profile other than sRGB (Adobe RGB from studios, Display P3 from
+  phones, a press CMYK profile) is converted to sRGB with littlecms, so colours are named
+  as a browser shows them; an unreadable profile is ignored, never a reason to refuse.
 - The pixel count is checked from the header before any pixel is decoded, so a
   decompression bomb is refused, not decoded.
 - JPEGs are decoded straight to (about) the working size with Pillow's draft mode
@@ -14,6 +17,8 @@ normalise everything else to an RGB uint8 array at the working size.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import io
 import warnings
 from dataclasses import dataclass
@@ -21,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, ImageCms, ImageOps, UnidentifiedImageError
 
 from vismerch.errors import DecodeError
 
@@ -62,6 +67,39 @@ def _to_rgb(im: Image.Image) -> Image.Image:
         grey = np.clip(arr * (255.0 / peak), 0, 255).astype(np.uint8)
         return Image.fromarray(grey, "L").convert("RGB")
     return im.convert("RGB")  # L, 1, CMYK, YCbCr, LAB, HSV
+
+
+@functools.cache
+def _srgb_profile() -> ImageCms.ImageCmsProfile:
+    return ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
+
+
+@functools.lru_cache(maxsize=32)
+def srgb_transform(icc: bytes, mode: str) -> ImageCms.ImageCmsTransform | None:
+    """A transform from an embedded ICC profile (for images of ``mode``) to sRGB; None when
+    the profile is sRGB already, or unreadable, or does not fit the mode."""
+    try:
+        source = ImageCms.ImageCmsProfile(io.BytesIO(icc))
+        name = (ImageCms.getProfileDescription(source) or "").lower().replace(" ", "")
+        if "srgb" in name:
+            return None
+        return ImageCms.buildTransform(source, _srgb_profile(), mode, "RGB",
+                                       renderingIntent=ImageCms.Intent.RELATIVE_COLORIMETRIC)
+    except (OSError, ValueError, TypeError, ImageCms.PyCMSError):
+        return None
+
+
+def _to_srgb(im: Image.Image, icc: bytes | None) -> Image.Image:
+    """RGB in sRGB: the embedded profile applied when there is one that is not sRGB."""
+    if icc:
+        if im.mode not in ("RGB", "CMYK", "L"):
+            im = _to_rgb(im)  # alpha over white first, still in the image's own space
+        transform = srgb_transform(icc, im.mode)
+        if transform is not None:
+            # on failure keep the untransformed pixels rather than refuse the image
+            with contextlib.suppress(OSError, ValueError, ImageCms.PyCMSError):
+                im = ImageCms.applyTransform(im, transform)
+    return _to_rgb(im)
 
 
 def resize_rgb(im: Image.Image, size: tuple[int, int]) -> np.ndarray:
@@ -153,9 +191,10 @@ def decode_image(
     except (SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
         raise DecodeError("corrupt", f"cannot decode the image data: {exc}") from None
 
+    icc = im.info.get("icc_profile")
     if orientation != 1:
         im = ImageOps.exif_transpose(im)
-    im = _to_rgb(im)
+    im = _to_srgb(im, icc)
 
     pixels = resize_rgb(im, (working_size, working_size))
     thumb = None

@@ -35,12 +35,17 @@ def gpu_decode_eligible(data: bytes, max_pixels: int = 40_000_000) -> bool:
     """True when the GPU decoder would give the same result as the safe CPU decoder."""
     from PIL import Image
 
+    from vismerch.imaging.decode import srgb_transform
+
     try:
         with Image.open(io.BytesIO(data)) as im:
             if im.format != "JPEG" or im.mode not in ("RGB", "L"):
                 return False
             if im.width * im.height > max_pixels:
                 return False
+            icc = im.info.get("icc_profile")
+            if icc and srgb_transform(icc, im.mode) is not None:
+                return False  # nvJPEG ignores colour profiles: the CPU path converts to sRGB
             return int(im.getexif().get(_ORIENTATION, 1)) == 1
     except Exception:  # anything odd is the CPU decoder's job (it gives the reason)
         return False

@@ -117,6 +117,54 @@ def _halves_probes(left: RGB, right: RGB) -> tuple[Probe, ...]:
     return (Probe(0.2, 0.5, left), Probe(0.8, 0.5, right))
 
 
+# Adobe RGB (1998): D50-adapted colorants as its ICC profile carries them, and the D65
+# matrix and gamma of the specification, for an independent expected value.
+_ADOBE_COLORANTS_D50 = ((0.6097, 0.3111, 0.0195), (0.2053, 0.6257, 0.0609), (0.1492, 0.0632, 0.7446))
+_ADOBE_GAMMA = 563 / 256  # 2.19921875, as u8Fixed8
+_ADOBE_TO_XYZ = np.array([[0.5767309, 0.1855540, 0.1881852],
+                          [0.2973769, 0.6273491, 0.0752741],
+                          [0.0270343, 0.0706872, 0.9911085]])
+_XYZ_TO_SRGB = np.array([[3.2404542, -1.5371385, -0.4985314],
+                         [-0.9692660, 1.8760108, 0.0415560],
+                         [0.0556434, -0.2040259, 1.0572252]])
+
+
+def adobe_rgb_icc() -> bytes:
+    """A minimal ICC v2 display profile (matrix + gamma) for Adobe RGB (1998), written
+    here so tests need no profile file from the system."""
+    def s15(v: float) -> bytes:
+        return struct.pack(">i", round(v * 65536))
+
+    def xyz(v) -> bytes:
+        return b"XYZ " + bytes(4) + b"".join(s15(c) for c in v)
+
+    name = b"Adobe RGB (1998) test profile\0"
+    desc = b"desc" + bytes(4) + struct.pack(">I", len(name)) + name + bytes(4 + 4 + 2 + 1 + 67)
+    curve = b"curv" + bytes(4) + struct.pack(">IH", 1, round(_ADOBE_GAMMA * 256)) + bytes(2)
+    tags = [(b"desc", desc), (b"wtpt", xyz((0.9642, 1.0, 0.8249))), (b"cprt", b"text" + bytes(4) + b"none\0")]
+    tags += [(tag, xyz(c)) for tag, c in zip((b"rXYZ", b"gXYZ", b"bXYZ"), _ADOBE_COLORANTS_D50, strict=True)]
+    tags += [(tag, curve) for tag in (b"rTRC", b"gTRC", b"bTRC")]
+    offset = 128 + 4 + 12 * len(tags)
+    table, data = b"", b""
+    for sig, body in tags:
+        body += bytes(-len(body) % 4)
+        table += sig + struct.pack(">II", offset + len(data), len(body))
+        data += body
+    size = offset + len(data)
+    header = (struct.pack(">I", size) + b"lcms" + struct.pack(">I", 0x02100000) + b"mntrRGB XYZ "
+              + struct.pack(">6H", 2026, 1, 1, 0, 0, 0) + b"acsp" + bytes(24)
+              + struct.pack(">I", 1) + s15(0.9642) + s15(1.0) + s15(0.8249) + bytes(48))
+    return header + struct.pack(">I", len(tags)) + table + data
+
+
+def adobe_to_srgb(rgb: RGB) -> RGB:
+    """The sRGB a colour-managed viewer shows for Adobe RGB (1998) values (8-bit)."""
+    linear = (np.asarray(rgb, dtype=np.float64) / 255.0) ** _ADOBE_GAMMA
+    out = np.clip(_XYZ_TO_SRGB @ (_ADOBE_TO_XYZ @ linear), 0.0, 1.0)
+    encoded = np.where(out <= 0.0031308, out * 12.92, 1.055 * out ** (1 / 2.4) - 0.055)
+    return tuple(int(round(v)) for v in encoded * 255.0)
+
+
 def write_tricky_files(directory: str | Path) -> dict[str, TrickyFile]:
     """Write valid but awkward images, each with the RGB content a correct decoder yields
     (alpha composited over white, EXIF orientation applied, first frame, full 16-bit range)."""
@@ -178,6 +226,17 @@ def write_tricky_files(directory: str | Path) -> dict[str, TrickyFile]:
     add("progressive.jpg", _save(_halves((128, 96), red, blue), "JPEG", quality=92,
                                  progressive=True), (128, 96), _halves_probes(red, blue), 12,
         "progressive JPEG")
+    # Adobe RGB values shown as sRGB: a muted green and a sky blue move 6-20 levels
+    green, sky = (90, 140, 60), (120, 170, 220)
+    add("adobe_rgb.png", _save(_halves((128, 96), green, sky), "PNG", icc_profile=adobe_rgb_icc()),
+        (128, 96), _halves_probes(adobe_to_srgb(green), adobe_to_srgb(sky)), 3,
+        "Adobe RGB (1998) ICC profile: converted to sRGB")
+    add("adobe_rgb.jpg", _save(_halves((128, 96), green, sky), "JPEG", quality=95,
+                               icc_profile=adobe_rgb_icc()),
+        (128, 96), _halves_probes(adobe_to_srgb(green), adobe_to_srgb(sky)), 8,
+        "Adobe RGB (1998) JPEG: converted to sRGB through draft mode too")
+    add("broken_icc.png", _save(_halves((128, 96), red, blue), "PNG", icc_profile=b"not a profile"),
+        (128, 96), _halves_probes(red, blue), 1, "unreadable ICC profile: ignored, pixels as stored")
     for name, fmt, kw, tol in (("image.bmp", "BMP", {}, 1), ("image.tiff", "TIFF", {}, 1),
                                ("image.webp", "WEBP", {"quality": 90}, 12)):
         add(name, _save(_halves((128, 96), red, blue), fmt, **kw), (128, 96),
