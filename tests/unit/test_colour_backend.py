@@ -22,7 +22,7 @@ from vismerch.features.colour import (
     load_colour_table,
     parse_colour,
 )
-from vismerch.features.colourspace import ciede2000_np, hex_to_lab
+from vismerch.features.colourspace import ciede2000_np, hex_to_lab, srgb_to_lab
 from vismerch.features.quality import METRIC_NAMES
 
 S = 256
@@ -297,6 +297,35 @@ def test_colour_table_default_and_user_file(tmp_path):
     assert np.allclose(parse_colour("sea foam", mine), hex_to_lab("#9fe2bf"))
     lab = hex_to_lab("#1c1c30")
     assert colour_names(lab[None], np.array([1.0]), table=mine)[0][0].name == "Ink"
+
+
+@pytest.mark.parametrize("rgb, name", [
+    ((0, 0, 255), "blue"), ((30, 144, 255), "blue"), ((0, 71, 171), "blue"),
+    ((0, 255, 0), "green"), ((57, 255, 20), "green"), ((34, 139, 34), "green"),
+    ((143, 0, 255), "purple"), ((120, 81, 169), "purple"), ((255, 0, 0), "red"),
+    ((255, 255, 0), "yellow"), ((0, 255, 255), "turquoise"), ((135, 206, 235), "light blue"),
+])
+def test_saturated_and_retail_colours_get_their_everyday_name(rgb, name):
+    """Pure and neon colours are named like their retail tones, not like the neighbour
+    CIEDE2000 happens to put nearer (#0000ff is nearer the table's purple than its blue)."""
+    lab = srgb_to_lab(torch.tensor([rgb], dtype=torch.uint8)).numpy()
+    assert colour_names(lab, np.array([1.0]))[0][0].name == name
+
+
+def test_extra_swatches_in_a_user_table(tmp_path):
+    path = tmp_path / "colours.csv"
+    path.write_text("name,hex,family,more\nblue,#2f5fb3,blue,#0000ff\npurple,#6a3d9a,purple\n")
+    mine = load_colour_table(path)
+    assert mine.names == ("blue", "purple") and len(mine.swatch_lab) == 3
+    pure = hex_to_lab("#0000ff")
+    assert colour_names(pure[None], np.array([1.0]), table=mine)[0][0].name == "blue"
+    bare = tmp_path / "bare.csv"
+    bare.write_text("name,hex\nblue,#2f5fb3\npurple,#6a3d9a\n")
+    assert colour_names(pure[None], np.array([1.0]), table=load_colour_table(bare))[0][0].name == "purple"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("name,hex,family,more\nblue,#2f5fb3,blue,#00f #nothex\n")
+    with pytest.raises(UsageError, match="extra swatch '#nothex'"):
+        load_colour_table(bad)
 
 
 @pytest.mark.parametrize("text, problem", [("name,colour\nx,#fff\n", "header"),

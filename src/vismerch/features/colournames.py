@@ -1,9 +1,12 @@
 """Retail colour names: the editable colour table, naming palettes, parsing user colours.
 
-The table (``name,hex,family`` CSV) ships as ``vismerch/data/colours.csv``; a retailer's
-own file replaces it. A palette colour gets the name of the nearest table colour by
-CIEDE2000; palette clusters that get the same name are merged (weights summed, Lab
-averaged by weight), so a shaded navy shirt is one ``navy`` entry, not three.
+The table (``name,hex,family[,more]`` CSV) ships as ``vismerch/data/colours.csv``; a
+retailer's own file replaces it. ``more`` lists extra swatches of the same name (hexes
+separated by spaces): the retail tones alone leave pure, saturated colours nearer a wrong
+neighbour (#0000ff is nearer purple than a denim blue, #00ff00 nearer mint than a
+grass green). A palette colour gets the name of the nearest swatch by CIEDE2000; palette
+clusters that get the same name are merged (weights summed, Lab averaged by weight), so a
+shaded navy shirt is one ``navy`` entry, not three.
 
 ``multicolour``: when no single named colour holds at least ``multicolour_max_weight`` of
 the product's pixels, the list starts with a ``multicolour`` entry (weight 1.0, empty hex)
@@ -48,8 +51,10 @@ class ColourTable:
     names: tuple[str, ...]
     hexes: tuple[str, ...]
     families: tuple[str, ...]
-    lab: np.ndarray  # (N, 3) float64
+    lab: np.ndarray  # (N, 3) float64, one per name (its hex)
     source: str
+    swatch_lab: np.ndarray | None = None  # (S, 3): every swatch, the names' own first
+    swatch_name: np.ndarray | None = None  # (S,) index into names of each swatch
 
     def __len__(self) -> int:
         return len(self.names)
@@ -77,6 +82,7 @@ def _parse_table(text: str, source: str) -> ColourTable:
             hint="first line should read: name,hex,family",
         )
     names, hexes, families, labs = [], [], [], []
+    extra_lab, extra_name = [], []
     seen: set[str] = set()
     for line, row in enumerate(reader, start=2):
         row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items()}
@@ -98,9 +104,19 @@ def _parse_table(text: str, source: str) -> ColourTable:
         hexes.append(hex_.lower())
         families.append(row.get("family", ""))
         labs.append(hex_to_lab(hex_))
+        for more in row.get("more", "").split():
+            if parse_hex(more) is None:
+                raise UsageError(f"colour table {source} line {line}: extra swatch {more!r} "
+                                 "is not a colour", hint="write colours as #rrggbb, space-separated")
+            extra_lab.append(hex_to_lab(more))
+            extra_name.append(len(names) - 1)
     if not names:
         raise UsageError(f"colour table {source} has no colours")
-    return ColourTable(tuple(names), tuple(hexes), tuple(families), np.stack(labs), source)
+    lab = np.stack(labs)
+    swatch_lab = np.concatenate([lab, np.array(extra_lab).reshape(-1, 3)])
+    swatch_name = np.concatenate([np.arange(len(names)), np.array(extra_name, dtype=np.int64)])
+    return ColourTable(tuple(names), tuple(hexes), tuple(families), lab, source,
+                       swatch_lab, swatch_name.astype(np.int64))
 
 
 @functools.lru_cache(maxsize=1)
@@ -163,9 +179,12 @@ def colour_names(
     threshold = float(setting(None, "multicolour_max_weight") if multicolour_max_weight is None
                       else multicolour_max_weight)
     lab, w = _as_batch(palette_lab, palette_weight)
+    swatches = table.lab if table.swatch_lab is None else table.swatch_lab
     dist = ciede2000(torch.from_numpy(lab)[:, :, None, :],
-                     torch.from_numpy(table.lab)[None, None]).numpy()  # (B, K, T)
+                     torch.from_numpy(swatches)[None, None]).numpy()  # (B, K, S)
     nearest = dist.argmin(axis=-1)
+    if table.swatch_name is not None:
+        nearest = table.swatch_name[nearest]  # swatch -> its name
     # merge clusters by name per image; all hex strings come from one conversion at the end
     # (a torch call per colour costs more than the naming itself)
     merged_all: list[list[tuple[int, float, np.ndarray]]] = []

@@ -31,7 +31,8 @@ def describe_key(settings: Any) -> str:
     used = {k: v for k, v in sorted(settings.as_dict().items())
             if k.startswith("quality_") or k == "multicolour_max_weight"}
     doc = {"rules": RULES_VERSION, "settings": used,
-           "table": list(zip(table.names, table.hexes, strict=True))}
+           "table": [list(zip(table.names, table.hexes, strict=True)),
+                     np.round(table.swatch_lab, 3).tolist(), table.swatch_name.tolist()]}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
