@@ -30,6 +30,7 @@ import torch
 from vismerch.config import setting
 from vismerch.errors import UsageError
 from vismerch.features.colourspace import ciede2000, hex_to_lab, lab_to_hex, parse_hex
+from vismerch.features.describe import COLOUR_TABLE
 
 MULTICOLOUR = "multicolour"
 _ALIASES = {"gray": "grey", "multicolor": MULTICOLOUR, "multi": MULTICOLOUR}
@@ -121,8 +122,8 @@ def _parse_table(text: str, source: str) -> ColourTable:
 
 @functools.lru_cache(maxsize=1)
 def _default_table() -> ColourTable:
-    text = resources.files("vismerch").joinpath("data/colours.csv").read_text(encoding="utf-8")
-    return _parse_table(text, "vismerch/data/colours.csv")
+    text = resources.files("vismerch").joinpath(COLOUR_TABLE).read_text(encoding="utf-8")
+    return _parse_table(text, f"vismerch/{COLOUR_TABLE}")
 
 
 def load_colour_table(path: str | Path | None = None) -> ColourTable:

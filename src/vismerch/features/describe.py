@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -19,20 +20,18 @@ import numpy as np
 # are in the key already).
 RULES_VERSION = 2  # 2: no over-exposure verdict on a product under 1% of the frame
 
+COLOUR_TABLE = "data/colours.csv"  # the packaged table colour names come from
 Colours = list[tuple[str, str, float]]  # (name, hex, weight), best first
 Flags = list[tuple[str, float, bool]]  # (flag, measured value, flagged), every flag
 
 
 def describe_key(settings: Any) -> str:
-    """A digest of everything colour names and quality flags depend on besides metrics."""
-    from vismerch.features.colournames import load_colour_table
-
-    table = load_colour_table()
+    """A digest of everything colour names and quality flags depend on besides metrics.
+    torch-free (derive calls it after every ingest): the colour table enters as its text."""
     used = {k: v for k, v in sorted(settings.as_dict().items())
             if k.startswith("quality_") or k == "multicolour_max_weight"}
-    doc = {"rules": RULES_VERSION, "settings": used,
-           "table": [list(zip(table.names, table.hexes, strict=True)),
-                     np.round(table.swatch_lab, 3).tolist(), table.swatch_name.tolist()]}
+    table = resources.files("vismerch").joinpath(COLOUR_TABLE).read_text(encoding="utf-8")
+    doc = {"rules": RULES_VERSION, "settings": used, "table": table}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
