@@ -44,6 +44,7 @@ id; members list the representative first, then the others by id.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ _RESULT_BUDGET = 2_000_000  # range-search results held at once
 _GROUP_ALL_PAIRS = 64  # identical-hash groups up to this size compare every pair
 _PAIR_CHUNK = 65_536  # candidate pairs per cosine batch
 _QUERY_BATCH = 65_536  # vector queries per batch
+_SIGNATURE_PAIRS = 1_024  # pairs per structure-correlation chunk (its arrays stay in cache)
 
 
 @dataclass(frozen=True)
@@ -284,6 +286,7 @@ def _index_rows_to_items(index: Any, ids: list[str]) -> np.ndarray | None:
 ZOOMS = (0.97, 0.94, 0.91, 0.88, 0.85, 0.82, 0.80)
 
 
+@functools.lru_cache(maxsize=16)
 def _zoom_taps(size: int, zoom: float) -> tuple[np.ndarray, np.ndarray]:
     """Lower sample index and weight of the upper one, for a bilinear centre zoom."""
     centre = (size - 1) / 2
@@ -293,19 +296,22 @@ def _zoom_taps(size: int, zoom: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _zoom_in(sig: np.ndarray, zoom: float) -> np.ndarray:
-    """(P, S, S) signatures magnified by 1/zoom about their centres (bilinear)."""
+    """(P, S, S) signatures magnified by 1/zoom about their centres: bilinear, one axis at a
+    time (two gathered lines blended per output line)."""
     low, w = _zoom_taps(sig.shape[-1], zoom)
     rows = sig[:, low] * (1 - w)[None, :, None] + sig[:, low + 1] * w[None, :, None]
     return rows[:, :, low] * (1 - w) + rows[:, :, low + 1] * w
 
 
-def _ncc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a = a.reshape(len(a), -1)
-    b = b.reshape(len(b), -1)
-    a = a - a.mean(axis=1, keepdims=True)
-    b = b - b.mean(axis=1, keepdims=True)
-    norm = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    return np.einsum("ij,ij->i", a, b) / np.maximum(norm, 1e-6)
+def _unit(sig: np.ndarray) -> np.ndarray:
+    """(P, S, S) -> (P, S*S) zero-mean, unit-norm rows: their dot product is the NCC."""
+    flat = sig.reshape(len(sig), -1)
+    flat = flat - flat.mean(axis=1, keepdims=True)
+    return flat / np.maximum(np.linalg.norm(flat, axis=1, keepdims=True), 1e-6)
+
+
+def _dots(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.einsum("ij,ij->i", a, b)
 
 
 def structure_correlation(structure: np.ndarray, i: np.ndarray, j: np.ndarray,
@@ -314,19 +320,26 @@ def structure_correlation(structure: np.ndarray, i: np.ndarray, j: np.ndarray,
     """Zero-mean normalised correlation of the (N, S, S) signatures of pairs (i, j): the best
     of the signatures as they are and of either one centre-zoomed by each of ``zooms`` (so
     a crop of a photo still lines up with the photo). Pairs already at ``good_enough`` as
-    they are skip the zooms."""
+    they are skip the zooms. Each signature is normalised, and zoomed, once per chunk of
+    pairs, however many pairs it is in."""
     out = np.empty(i.size, np.float32)
-    for s in range(0, i.size, _PAIR_CHUNK):
-        a = structure[i[s:s + _PAIR_CHUNK]].astype(np.float32)
-        b = structure[j[s:s + _PAIR_CHUNK]].astype(np.float32)
-        best = _ncc(a, b)
+    for s in range(0, i.size, _SIGNATURE_PAIRS):
+        pi, pj = i[s:s + _SIGNATURE_PAIRS], j[s:s + _SIGNATURE_PAIRS]
+        items, inverse = np.unique(np.concatenate([pi, pj]), return_inverse=True)
+        a, b = inverse[:pi.size], inverse[pi.size:]
+        sig = structure[items].astype(np.float32)
+        plain = _unit(sig)
+        best = _dots(plain[a], plain[b])
         todo = np.flatnonzero(best < good_enough)
         if todo.size and zooms:
             a, b = a[todo], b[todo]
+            used = np.unique(np.concatenate([a, b]))
+            zoomed = np.zeros_like(plain)
             for zoom in zooms:
-                best[todo] = np.maximum(best[todo], np.maximum(_ncc(_zoom_in(a, zoom), b),
-                                                               _ncc(a, _zoom_in(b, zoom))))
-        out[s:s + _PAIR_CHUNK] = best
+                zoomed[used] = _unit(_zoom_in(sig[used], zoom))
+                best[todo] = np.maximum(best[todo], np.maximum(_dots(zoomed[a], plain[b]),
+                                                               _dots(plain[a], zoomed[b])))
+        out[s:s + _SIGNATURE_PAIRS] = best
     return out
 
 
