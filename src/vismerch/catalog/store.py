@@ -35,6 +35,17 @@ THUMB_FORMATS = {  # thumb_format setting -> (suffix, Pillow format, save option
 THUMB_SUFFIXES = tuple(suffix for suffix, _, _ in THUMB_FORMATS.values())
 
 
+def write_description(con: sqlite3.Connection, sha: str, colours: list[tuple[str, str, float]],
+                      flags: list[tuple[str, float, bool]]) -> None:
+    """Replace one image's colour names and quality flags (inside the caller's transaction)."""
+    con.execute("DELETE FROM colours WHERE sha256 = ?", (sha,))
+    con.executemany("INSERT INTO colours (sha256, rank, name, hex, weight) VALUES (?,?,?,?,?)",
+                    [(sha, rank, name, hx, w) for rank, (name, hx, w) in enumerate(colours)])
+    con.execute("DELETE FROM quality WHERE sha256 = ?", (sha,))
+    con.executemany("INSERT INTO quality (sha256, name, value, flagged) VALUES (?,?,?,?)",
+                    [(sha, name, value, int(flagged)) for name, value, flagged in flags])
+
+
 def utc_timestamp() -> str:
     """The one timestamp format the store keeps: UTC, seconds, RFC 3339 (``...T12:00:00Z``)."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

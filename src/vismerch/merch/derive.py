@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 
-from vismerch.catalog.store import Features, Product, Store
+from vismerch.catalog.store import Features, Product, Store, write_description
 from vismerch.config import Settings
 
 AUDIT_COLUMNS = ("colour", "color")
@@ -77,12 +77,7 @@ def refresh_descriptions(store: Store, features: Features, settings: Settings) -
         colours, flags = describe(columns, [sizes[sha] for sha in shas], settings)
         with store.transaction() as con:
             for sha, named, judged in zip(shas, colours, flags, strict=True):
-                con.execute("DELETE FROM colours WHERE sha256 = ?", (sha,))
-                con.executemany("INSERT INTO colours (sha256, rank, name, hex, weight) VALUES (?,?,?,?,?)",
-                                [(sha, rank, *c) for rank, c in enumerate(named)])
-                con.execute("DELETE FROM quality WHERE sha256 = ?", (sha,))
-                con.executemany("INSERT INTO quality (sha256, name, value, flagged) VALUES (?,?,?,?)",
-                                [(sha, name, value, int(flagged)) for name, value, flagged in judged])
+                write_description(con, sha, named, judged)
     store.set_meta(DESCRIBE_KEY, key)
     return len(shas)
 

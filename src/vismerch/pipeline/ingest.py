@@ -19,7 +19,7 @@ from typing import Any
 
 from vismerch.catalog.shards import record_shard, remove_orphans
 from vismerch.catalog.sources import ProductRecord, read_source
-from vismerch.catalog.store import THUMB_FORMATS, Store, utc_timestamp
+from vismerch.catalog.store import THUMB_FORMATS, Store, utc_timestamp, write_description
 from vismerch.config import Settings, load_settings
 from vismerch.errors import JobFailed, UsageError
 from vismerch.pipeline.plan import plan_tasks
@@ -85,17 +85,7 @@ def _commit_task(store: Store, result: TaskResult, records: dict[str, ProductRec
             record_shard(con, shard.backend, shard.fingerprint, shard.spec_key, shard.path,
                          shard.sha256, run_id)
         for sha, colours in result.colours.items():
-            con.execute("DELETE FROM colours WHERE sha256 = ?", (sha,))
-            con.executemany(
-                "INSERT INTO colours (sha256, rank, name, hex, weight) VALUES (?,?,?,?,?)",
-                [(sha, rank, name, hx, w) for rank, (name, hx, w) in enumerate(colours)],
-            )
-        for sha, flags in result.quality.items():
-            con.execute("DELETE FROM quality WHERE sha256 = ?", (sha,))
-            con.executemany(
-                "INSERT INTO quality (sha256, name, value, flagged) VALUES (?,?,?,?)",
-                [(sha, name, value, int(flagged)) for name, value, flagged in flags],
-            )
+            write_description(con, sha, colours, result.quality.get(sha, []))
         for item in result.items:
             record = records[item.product_id]
             if item.reason is None:
