@@ -119,8 +119,17 @@ def test_over_exposure_is_not_judged_on_a_product_smaller_than_the_darkest_perce
     washed = clean() | {"shadows": 96.0}
     verdict = {fill: "over-exposed" in {r.name for r in assess_quality(
         washed | {"fill": fill}, 1000, 1000, SETTINGS) if r.flagged}
-        for fill in (0.0, 0.005, 0.02, 0.4)}
-    assert verdict == {0.0: True, 0.005: False, 0.02: True, 0.4: True}
+        for fill in (0.0, 0.005, 0.015, 0.03, 0.4)}
+    assert verdict == {0.0: True, 0.005: False, 0.015: False, 0.03: True, 0.4: True}
+
+
+def test_an_under_exposed_shot_gets_no_size_or_position_verdict():
+    dark = clean() | {"highlights": 30.0, "extent": 0.05, "centre_offset": 0.4}
+    flagged = {r.name for r in assess_quality(dark, 1000, 1000, SETTINGS) if r.flagged}
+    assert flagged == {"under-exposed"}
+    lit = clean() | {"extent": 0.05, "centre_offset": 0.4}
+    assert {r.name for r in assess_quality(lit, 1000, 1000, SETTINGS) if r.flagged} == {
+        "too-small", "off-centre"}
 
 
 def test_tiny_dark_product_on_white_is_too_small_not_over_exposed():

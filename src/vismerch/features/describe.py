@@ -18,7 +18,9 @@ import numpy as np
 
 # Bump when the naming or flag rules change in code (not for threshold changes: those
 # are in the key already).
-RULES_VERSION = 2  # 2: no over-exposure verdict on a product under 1% of the frame
+# 2: no over-exposure verdict on a product under 1% of the frame; 3: under 2%, and no size
+# or position verdict on an under-exposed shot
+RULES_VERSION = 3
 
 COLOUR_TABLE = "data/colours.csv"  # the packaged table colour names come from
 Colours = list[tuple[str, str, float]]  # (name, hex, weight), best first

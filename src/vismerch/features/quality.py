@@ -247,11 +247,12 @@ def assess_quality(
 
     When an exposure flag fires, the background flags do not: a white backdrop shot too
     dark looks grey (and its noise looks like clutter), and the fix is the exposure.
-    When no foreground was found at all (``fill`` == 0: a white item on white, or a dark
-    shot where product and backdrop merge) there is no size or position to judge, so
-    too-small and off-centre do not fire; a genuinely tiny product still has a few cells.
-    A product under 1% of the frame is not judged over-exposed: the darkest 1% of the
-    frame, which that flag reads, is then backdrop.
+    When no foreground was found at all (``fill`` == 0: a white item on white) or the shot
+    is under-exposed (product and backdrop merge in the dark, so the outline found is not
+    the product's) there is no size or position to judge, so too-small and off-centre do
+    not fire; a genuinely tiny product still has a few cells. A product under 2% of the
+    frame is not judged over-exposed: the darkest 1% of the frame, which that flag reads,
+    is then backdrop and outline blends rather than the product's inside.
     """
     s = settings
     short, long_ = min(width, height), max(width, height)
@@ -282,11 +283,14 @@ def assess_quality(
     if flagged["under-exposed"] or flagged["over-exposed"]:
         flagged["non-white-background"] = flagged["cluttered-background"] = False
     fill = _metric(metrics, "fill")
-    if fill == 0.0:  # nothing stood out from the background
+    if fill == 0.0 or flagged["under-exposed"]:
+        # nothing stood out from the background, or the shot is too dark for the product's
+        # outline to be trusted: no size or position verdict (the fix is the exposure)
         flagged["too-small"] = flagged["off-centre"] = False
-    elif fill < EXPOSURE_QUANTILE:
-        # the frame's darkest 1% is then backdrop, not product: it cannot say the product
-        # washed out (a tiny product is already flagged too-small)
+    if 0.0 < fill < 2 * EXPOSURE_QUANTILE:
+        # the darkest 1% of the frame is then backdrop and outline blends, not the inside
+        # of the product (a blob of 2% of the frame has about 1% inside its outline cells):
+        # it cannot say the product washed out; a tiny product is flagged too-small anyway
         flagged["over-exposed"] = False
     return [QualityResult(n, values[n], bool(flagged[n])) for n in QUALITY_FLAGS]
 
