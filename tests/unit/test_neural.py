@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from PIL import Image
+from PIL import Image, ImageCms
 
 from vismerch.accel.precision import PreparedModel
 from vismerch.errors import UsageError, VismerchError
@@ -31,6 +31,7 @@ from vismerch.imaging.gpu_decode import (
     gpu_jpeg_decoder,
     pinned_batch,
 )
+from vismerch.testing.catalog import adobe_rgb_icc
 from vismerch.testing.models import save_tiny_clip, save_tiny_siglip
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -222,11 +223,7 @@ def test_gpu_decode_takes_only_what_it_decodes_like_the_cpu_decoder():
     assert not gpu_decode_eligible(_encode(im, "JPEG", exif=exif))
     assert not gpu_decode_eligible(_encode(im, "JPEG"), max_pixels=100)
     assert not gpu_decode_eligible(b"not an image")
-    from vismerch.testing.catalog import adobe_rgb_icc
-
     assert not gpu_decode_eligible(_encode(im, "JPEG", icc_profile=adobe_rgb_icc()))  # needs CMS
-    from PIL import ImageCms
-
     srgb = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
     assert gpu_decode_eligible(_encode(im, "JPEG", icc_profile=srgb))  # sRGB: nothing to convert
 
