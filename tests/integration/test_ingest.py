@@ -180,3 +180,28 @@ def test_changed_thresholds_rejudge_stored_images_on_the_next_ingest(tmp_path):
     assert any(names[0] == "multicolour" for names in colours_after.values())
     ingest(cat.manifest_path, store_dir, workers=1, progress=False, settings=strict)
     assert flagged()[2] == 0  # same rules: nothing to re-judge
+
+
+@pytest.mark.parametrize("fmt", ["webp", "jpeg"])
+def test_a_batch_of_thumbnails_written_on_threads_matches_one_by_one(tmp_path, fmt):
+    """The device consumer writes a batch's thumbnails on a few threads: same files as the
+    one-at-a-time writer, every one complete."""
+    import numpy as np
+    from PIL import Image
+
+    from vismerch.pipeline.runner import _save_thumb, save_thumbs
+
+    rng = np.random.default_rng(0)
+    thumbs = [(f"{i:064x}", Image.fromarray((rng.random((64, 48, 3)) * 255).astype(np.uint8)))
+              for i in range(9)]
+    for name in ("threads", "serial"):
+        (tmp_path / name / "thumbs").mkdir(parents=True)
+    save_thumbs(tmp_path / "threads", thumbs, fmt)
+    for sha, image in thumbs:
+        _save_thumb(tmp_path / "serial", sha, image, fmt)
+    threaded = sorted(p.name for p in (tmp_path / "threads" / "thumbs").iterdir())
+    serial = sorted(p.name for p in (tmp_path / "serial" / "thumbs").iterdir())
+    assert threaded == serial and len(threaded) == 9  # no temp files left behind
+    for name in threaded:
+        assert (tmp_path / "threads" / "thumbs" / name).read_bytes() == (
+            tmp_path / "serial" / "thumbs" / name).read_bytes()

