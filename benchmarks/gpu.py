@@ -8,12 +8,15 @@
    peak) of ViT-B/16 and ViT-L/14 image towers at 224 px (random weights, real
    architecture from transformers configs built in code), at bf16 and FP8;
 4. jpeg_decode: batched nvJPEG decode (torchvision.io.decode_jpeg on CUDA) images/s;
-5. scan: brute-force similarity scan (fp16 vectors @ queries) achieved GB/s.
+5. scan: brute-force similarity scan (fp16 vectors @ queries) achieved GB/s;
+6. colour: the offline colour backend on the device: agreement with the CPU (vector
+   cosine, hash bits, palette) on drawn product shots, and images/s at the working size.
 
 Writes one JSON file for the planner's calibration:
     {"device", "gpu", "date", "results": [{"model", "precision", "batch", "images_per_s",
      "mfu", "tflops"}, {"kernel": "matmul", ...}, {"kernel": "scan", ...},
-     {"kernel": "jpeg_decode", ...}], "agreement": [...], "skipped": [...]}
+     {"kernel": "jpeg_decode", ...}, {"kernel": "colour", ...}], "agreement": [...],
+     "skipped": [...]}
 
     python benchmarks/gpu.py --device cuda --out gpu.json            # on the GPU machine
     python benchmarks/gpu.py --device cpu --tiny --out /tmp/gpu.json  # CI dry-run, seconds
@@ -43,8 +46,10 @@ try:
 except ImportError:  # run from a checkout without installing (the GPU machine)
     sys.path.insert(0, str(HERE.parent / "src"))
 
-GPU_SIZES = {"matmul": 8192, "scan_rows": 4_000_000, "scan_dim": 768, "jpegs": 512, "batch": 256}
-TINY_SIZES = {"matmul": 384, "scan_rows": 20_000, "scan_dim": 64, "jpegs": 16, "batch": 8}
+GPU_SIZES = {"matmul": 8192, "scan_rows": 4_000_000, "scan_dim": 768, "jpegs": 512, "batch": 256,
+             "colour": 1024}
+TINY_SIZES = {"matmul": 384, "scan_rows": 20_000, "scan_dim": 64, "jpegs": 16, "batch": 8,
+              "colour": 16}
 
 
 class Clock:
@@ -142,6 +147,36 @@ def jpeg_decode(device: torch.device, n: int, clock: Clock) -> dict[str, Any]:
         "backend": backend,
         "size": "512x512",
         "images_per_s": round(n / seconds, 1),
+    }
+
+
+def colour_backend(device: torch.device, n: int, clock: Clock) -> dict[str, Any]:
+    """The colour backend on ``device`` against the CPU on the same drawn product shots."""
+    from vismerch.catalog.sample import generate_catalog
+    from vismerch.features.colour import ColourBackend
+    from vismerch.imaging.decode import decode_image
+
+    with tempfile.TemporaryDirectory(prefix="vismerch-gpu-colour-") as tmp:
+        generate_catalog(Path(tmp), n=min(n, 64), seed=3, clean_only=True)
+        paths = sorted((Path(tmp) / "images").rglob("*.jpg"))
+        shots = np.stack([decode_image(p.read_bytes(), thumb_size=None).pixels for p in paths])
+    batch = np.concatenate([shots] * -(-n // len(shots)))[:n]
+    cpu = ColourBackend("cpu").encode_images(shots)
+    dev = ColourBackend(device).encode_images(torch.from_numpy(shots).to(device))
+    cosine = np.sum(cpu.vectors * dev.vectors, axis=1)
+    bits = np.unpackbits((cpu.columns["phash"] ^ dev.columns["phash"]).view(np.uint8)).sum()
+    backend = ColourBackend(device)
+    on_device = torch.from_numpy(batch).to(device)
+    seconds = clock.mean(lambda: backend.encode_images(on_device), warmup=1, iters=3)
+    return {
+        "kernel": "colour",
+        "images": n,
+        "working_size": int(shots.shape[1]),
+        "images_per_s": round(n / seconds, 1),
+        "agreement_min_cosine": round(float(cosine.min()), 5),
+        "hash_bits_differing_per_image": round(float(bits) / len(shots), 3),
+        "palette_max_abs_lab": round(float(np.abs(cpu.columns["palette_lab"]
+                                                  - dev.columns["palette_lab"]).max()), 3),
     }
 
 
@@ -306,6 +341,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     scan = step("scan", lambda: scan_bandwidth(device, sizes["scan_rows"], sizes["scan_dim"], clock))
     if scan:
         results.append(scan)
+    colour = step("colour", lambda: colour_backend(device, sizes["colour"], clock))
+    if colour:
+        results.append(colour)
     report["seconds"] = round(time.perf_counter() - started, 1)
     report["checks"] = checks(report)
     return report
@@ -316,11 +354,13 @@ def checks(report: dict[str, Any]) -> dict[str, Any]:
     rows = {(r.get("model"), r.get("precision")): r for r in report["results"] if "model" in r}
     b16 = rows.get(("vit-b-16", "bf16"))
     f8 = rows.get(("vit-b-16", "fp8"))
+    colour = next((r for r in report["results"] if r.get("kernel") == "colour"), None)
     return {
         "agreement_passed": all(a["passed"] for a in report["agreement"]) if report["agreement"] else None,
         "vit_b16_bf16_mfu": b16["mfu"] if b16 else None,
         "vit_b16_bf16_mfu_ge_0_5": (b16["mfu"] >= 0.5) if b16 and b16["mfu"] else None,
         "fp8_speedup_over_bf16": round(f8["images_per_s"] / b16["images_per_s"], 3) if b16 and f8 else None,
+        "colour_agrees_with_cpu": (colour["agreement_min_cosine"] >= 0.999) if colour else None,
     }
 
 
