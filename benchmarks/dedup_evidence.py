@@ -86,10 +86,12 @@ def _pairs_for(seed: int, n: int, out: Path, workers: int) -> dict[str, list[dic
 
 def _passes(p: dict, s, structure: str | None, threshold: float | None = None) -> bool:
     """The settings' rules; ``structure`` names the correlation checked (None: none)."""
-    same_shot = p["hamming"] <= s.dup_hash_distance and p["cosine"] >= s.dup_cosine
-    crop = p["hamming"] <= s.dup_crop_hamming and p["cosine"] >= s.dup_crop_cosine
+    from vismerch.merch.dedup import passes_gates
+
+    gates = bool(passes_gates(np.array(p["hamming"]), np.array(p["cosine"]), s.dup_hash_distance,
+                              s.dup_cosine, s.dup_crop_hamming, s.dup_crop_cosine))
     limit = s.dup_structure if threshold is None else threshold
-    return (same_shot or crop) and (structure is None or p[structure] >= limit)
+    return gates and (structure is None or p[structure] >= limit)
 
 
 def summarise(pairs: dict[str, list[dict]]) -> dict:

@@ -204,11 +204,15 @@ def _ragged_cross(starts_a: np.ndarray, sizes_a: np.ndarray, starts_b: np.ndarra
     return starts_a[rep] + offset // sizes_b[rep], starts_b[rep] + offset % sizes_b[rep]
 
 
+def _dots(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot products of two (P, d) arrays."""
+    return np.einsum("ij,ij->i", a, b)
+
+
 def _cosines(vectors: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     out = np.empty(i.size, np.float32)
     for s in range(0, i.size, _PAIR_CHUNK):
-        a, b = vectors[i[s:s + _PAIR_CHUNK]], vectors[j[s:s + _PAIR_CHUNK]]
-        out[s:s + _PAIR_CHUNK] = np.einsum("ij,ij->i", a, b)
+        out[s:s + _PAIR_CHUNK] = _dots(vectors[i[s:s + _PAIR_CHUNK]], vectors[j[s:s + _PAIR_CHUNK]])
     return out
 
 
@@ -281,8 +285,8 @@ def _index_rows_to_items(index: Any, ids: list[str]) -> np.ndarray | None:
 
 # Centre zooms tried when two signatures do not line up as they are: a crop of the same
 # photo is the original magnified about (roughly) its centre, by up to 1/0.8 (a fifth of
-# each side cut). Isotropic only: per-axis zooms also let look-alike products through
-# (benchmarks/dedup_evidence.py measures both).
+# each side cut). Isotropic only: per-axis zooms would give look-alikes of another
+# silhouette more ways to line up.
 ZOOMS = (0.97, 0.94, 0.91, 0.88, 0.85, 0.82, 0.80)
 
 
@@ -308,10 +312,6 @@ def _unit(sig: np.ndarray) -> np.ndarray:
     flat = sig.reshape(len(sig), -1)
     flat = flat - flat.mean(axis=1, keepdims=True)
     return flat / np.maximum(np.linalg.norm(flat, axis=1, keepdims=True), 1e-6)
-
-
-def _dots(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.einsum("ij,ij->i", a, b)
 
 
 def structure_correlation(structure: np.ndarray, i: np.ndarray, j: np.ndarray,
@@ -341,6 +341,14 @@ def structure_correlation(structure: np.ndarray, i: np.ndarray, j: np.ndarray,
                                                                _dots(plain[a], zoomed[b])))
         out[s:s + _SIGNATURE_PAIRS] = best
     return out
+
+
+def passes_gates(hamming: np.ndarray, cosine: np.ndarray, max_hamming: int, min_cosine: float,
+                 crop_hamming: int, crop_cosine: float) -> np.ndarray:
+    """The two rules before the structure check: same shot (near hash, similar vector) or
+    crop (hash further off, near-identical vector)."""
+    return ((hamming <= max_hamming) & (cosine >= min_cosine)) | (
+        (hamming <= crop_hamming) & (cosine >= crop_cosine))
 
 
 def duplicate_pairs(ids: list[str], hashes: np.ndarray, vectors: np.ndarray | None, *,
@@ -383,8 +391,7 @@ def duplicate_pairs(ids: list[str], hashes: np.ndarray, vectors: np.ndarray | No
     if vec is None:
         ok = dist <= max_hamming
     else:
-        ok = ((dist <= max_hamming) & (cos >= min_cosine)) | (
-            (dist <= crop_hamming) & (cos >= crop_cosine))
+        ok = passes_gates(dist, cos, max_hamming, min_cosine, crop_hamming, crop_cosine)
     if structure is not None and i.size:
         if len(structure) != n:
             raise UsageError(f"dedup inputs disagree: {n} ids, {len(structure)} structure signatures")
