@@ -54,8 +54,8 @@ class ColourTable:
     families: tuple[str, ...]
     lab: np.ndarray  # (N, 3) float64, one per name (its hex)
     source: str
-    swatch_lab: np.ndarray | None = None  # (S, 3): every swatch, the names' own first
-    swatch_name: np.ndarray | None = None  # (S,) index into names of each swatch
+    swatch_lab: np.ndarray  # (S, 3): every swatch, the names' own first
+    swatch_name: np.ndarray  # (S,) index into names of each swatch
 
     def __len__(self) -> int:
         return len(self.names)
@@ -180,12 +180,9 @@ def colour_names(
     threshold = float(setting(None, "multicolour_max_weight") if multicolour_max_weight is None
                       else multicolour_max_weight)
     lab, w = _as_batch(palette_lab, palette_weight)
-    swatches = table.lab if table.swatch_lab is None else table.swatch_lab
     dist = ciede2000(torch.from_numpy(lab)[:, :, None, :],
-                     torch.from_numpy(swatches)[None, None]).numpy()  # (B, K, S)
-    nearest = dist.argmin(axis=-1)
-    if table.swatch_name is not None:
-        nearest = table.swatch_name[nearest]  # swatch -> its name
+                     torch.from_numpy(table.swatch_lab)[None, None]).numpy()  # (B, K, S)
+    nearest = table.swatch_name[dist.argmin(axis=-1)]  # nearest swatch -> its name
     # merge clusters by name per image; all hex strings come from one conversion at the end
     # (a torch call per colour costs more than the naming itself)
     merged_all: list[list[tuple[int, float, np.ndarray]]] = []
