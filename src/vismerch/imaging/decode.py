@@ -112,10 +112,10 @@ def resize_rgb(im: Image.Image, size: tuple[int, int]) -> np.ndarray:
     factor = min(im.width // (2 * width), im.height // (2 * height))
     if factor >= 2:
         im = im.reduce(factor)
-    arr = np.asarray(im)
+    arr = np.array(im)  # writable: torch takes it without a copy
     if im.size == size:
         return arr
-    chw = torch.from_numpy(arr.copy() if not arr.flags.writeable else arr).permute(2, 0, 1)
+    chw = torch.from_numpy(arr).permute(2, 0, 1)
     out = F.interpolate(chw[None], size=(height, width), mode="bilinear", antialias=True,
                         align_corners=False)
     return np.ascontiguousarray(out[0].permute(1, 2, 0).numpy())

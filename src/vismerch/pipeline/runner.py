@@ -66,11 +66,7 @@ def save_thumbs(store_path: Path, thumbs: list[tuple[str, Any]], fmt: str) -> No
     """Encode and write a batch of thumbnails on a few threads: the device consumer makes a
     whole batch's at once, and one thread encoding WebP (~1 ms each) would hold the GPU
     back (two threads encode 1.9x as fast as one)."""
-    if len(thumbs) < 2:
-        for sha, image in thumbs:
-            _save_thumb(store_path, sha, image, fmt)
-        return
-    with ThreadPoolExecutor(min(THUMB_THREADS, len(thumbs))) as pool:
+    with ThreadPoolExecutor(max(1, min(THUMB_THREADS, len(thumbs)))) as pool:
         list(pool.map(lambda job: _save_thumb(store_path, job[0], job[1], fmt), thumbs))
 
 
