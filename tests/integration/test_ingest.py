@@ -52,16 +52,19 @@ def test_missing_file_in_a_manifest_is_recorded_not_fatal(tmp_path):
         assert {e["product_id"]: e["reason"] for e in store.errors()} == {"ghost": "missing-file"}
 
 
+def _assert_same_tags_and_groups(one, two) -> None:
+    with Store.open(one) as a, Store.open(two) as b:
+        assert a.tags() == b.tags()
+        assert a.dup_groups() == b.dup_groups()
+
+
 @pytest.mark.slow
 def test_process_pool_matches_in_process(folder, tmp_path):
     root, _, _ = folder
     one = ingest(root / "good", tmp_path / "one", workers=1, progress=False)
-    two = ingest(root / "good", tmp_path / "two", workers=2, progress=False,
-                 settings=None)
+    two = ingest(root / "good", tmp_path / "two", workers=2, progress=False)
     assert one.ingested == two.ingested == 16
-    with Store.open(tmp_path / "one") as a, Store.open(tmp_path / "two") as b:
-        assert a.tags() == b.tags()
-        assert a.dup_groups() == b.dup_groups()
+    _assert_same_tags_and_groups(tmp_path / "one", tmp_path / "two")
 
 
 @pytest.mark.slow
@@ -75,9 +78,7 @@ def test_device_distributor_on_cpu_matches_local(folder, tmp_path):
     device = ingest(root / "good", tmp_path / "device", workers=2, progress=False,
                     distributor=two_consumers)
     assert local.ingested == device.ingested == 16
-    with Store.open(tmp_path / "local") as a, Store.open(tmp_path / "device") as b:
-        assert a.tags() == b.tags()
-        assert a.dup_groups() == b.dup_groups()
+    _assert_same_tags_and_groups(tmp_path / "local", tmp_path / "device")
 
 
 @pytest.mark.slow
