@@ -4,7 +4,6 @@ idempotent, so a run killed here simply redoes it next time."""
 
 from __future__ import annotations
 
-import importlib
 import json
 
 import numpy as np
@@ -53,7 +52,8 @@ def refresh_audit(store: Store, features: Features, settings: Settings,
 DESCRIBE_KEY = "describe_key"  # meta: the rules and settings that judged the stored flags
 
 
-def refresh_descriptions(store: Store, features: Features, settings: Settings) -> int:
+def refresh_descriptions(store: Store, features: Features, settings: Settings,
+                         products: list[Product] | None = None) -> int:
     """Re-derive every image's colour names and quality flags from its stored metrics when
     the rules or settings behind them changed since they were judged; returns how many
     images were re-judged (0 when nothing changed)."""
@@ -62,14 +62,14 @@ def refresh_descriptions(store: Store, features: Features, settings: Settings) -
     key = describe_key(settings)
     if store.get_meta(DESCRIBE_KEY) == key:
         return 0
-    sha_of = dict(store.db.execute("SELECT id, sha256 FROM products WHERE status = 'ok'").fetchall())
-    sizes = {row[0]: (row[1], row[2])
-             for row in store.db.execute("SELECT sha256, width, height FROM images").fetchall()}
+    by_id = {p.id: p for p in (products if products is not None else store.products())}
+    sizes: dict[str, tuple[int, int]] = {}
     rows: dict[str, int] = {}  # one row per image: products with identical bytes share it
     for i, pid in enumerate(features.ids):
-        sha = sha_of.get(pid)
-        if sha in sizes:
-            rows.setdefault(sha, i)
+        product = by_id.get(pid)
+        if product is not None and product.sha256 and product.width is not None:
+            rows.setdefault(product.sha256, i)
+            sizes[product.sha256] = (product.width, product.height)
     shas = list(rows)
     if shas:
         take = np.array([rows[sha] for sha in shas])
@@ -150,7 +150,7 @@ def refresh_duplicates(store: Store, features: Features, settings: Settings, ind
 def refresh_derived(store: Store, settings: Settings) -> dict[str, object]:
     features = store.load_features("colour")
     products = store.products()
-    redescribed = refresh_descriptions(store, features, settings)  # before: dedup reads flags
+    redescribed = refresh_descriptions(store, features, settings, products)  # before dedup: it reads flags
     indexes = refresh_indexes(store, settings, {"colour": features})
     out: dict[str, object] = {
         "redescribed": redescribed,
@@ -160,11 +160,8 @@ def refresh_derived(store: Store, settings: Settings) -> dict[str, object]:
             store, features, settings, indexes.get("colour"), products
         ),
     }
-    try:
-        collections = importlib.import_module("vismerch.merch.collections")
-    except ModuleNotFoundError:
-        collections = None
-    if collections is not None and hasattr(collections, "refresh_collections"):
-        collections.refresh_collections(store)
+    from vismerch.merch.collections import product_records, refresh_collections
+
+    refresh_collections(store, product_records(store, products))  # after dedup: records carry groups
     store.set_meta("derived", json.dumps(out, default=str))
     return out
