@@ -71,6 +71,61 @@ def _timed_pool(pool: ProcessPoolExecutor, fn, paths: list[str], workers: int, *
     return time.perf_counter() - start
 
 
+def micro_costs(paths: list[str], working_size: int, n: int = 256) -> dict:
+    """Single-thread costs behind the phase table, on ``n`` of the images (ms per image):
+    the last resize step (Pillow's bilinear vs vismerch's torch kernel), each colour-backend
+    stage, and one 256 px thumbnail encoded as WebP and as JPEG (time and bytes)."""
+    import io
+
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    from vismerch.catalog.store import THUMB_FORMATS
+    from vismerch.features.colour import ColourBackend
+    from vismerch.imaging.decode import decode_image, resize_rgb
+
+    torch.set_num_threads(1)
+    datas = [Path(p).read_bytes() for p in paths[:n]]
+    drafts = []
+    for data in datas:
+        im = Image.open(io.BytesIO(data))
+        im.draft("RGB", (working_size, working_size))
+        im.load()
+        drafts.append(im)
+    size = (working_size, working_size)
+
+    def per_image(fn, items) -> float:
+        start = time.thread_time()
+        for item in items:
+            fn(item)
+        return round((time.thread_time() - start) / len(items) * 1e3, 3)
+
+    out: dict = {"images": len(datas)}
+    out["resize_pillow_bilinear_ms"] = per_image(
+        lambda im: np.asarray(im.resize(size, Image.Resampling.BILINEAR)), drafts)
+    out["resize_vismerch_ms"] = per_image(lambda im: resize_rgb(im, size), drafts)
+    pixels = np.stack([decode_image(d, working_size=working_size, thumb_size=None).pixels
+                       for d in datas])
+    profile: dict[str, float] = {}
+    backend = ColourBackend("cpu")
+    for start in range(0, len(pixels), 64):
+        backend.encode_images(pixels[start:start + 64], profile=profile)
+    out["colour_stages_ms"] = {k: round(v / len(pixels) * 1e3, 3) for k, v in profile.items()}
+    thumbs = [Image.fromarray(p) for p in pixels]
+    for fmt, (_, pillow_format, options) in THUMB_FORMATS.items():
+        sizes: list[int] = []
+
+        def encode(im, pillow_format=pillow_format, options=options, sizes=sizes):
+            buf = io.BytesIO()
+            im.save(buf, pillow_format, **options)
+            sizes.append(buf.tell())
+
+        out[f"thumb_{fmt}_ms"] = per_image(encode, thumbs)
+        out[f"thumb_{fmt}_bytes"] = int(np.mean(sizes))
+    return out
+
+
 def make_catalog(root: Path, n: int, size: int) -> Path:
     from vismerch.catalog.sample import generate_catalog
 
@@ -147,8 +202,9 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
     result["results"] = [{
         "kernel": "decode",
         "images_per_s_per_core": round(count / floor_s / workers, 1),
-        "note": f"800x800 JPEG to {settings.working_size}px with draft mode, {workers} workers",
+        "note": f"{size}x{size} JPEG to {settings.working_size}px with draft mode, {workers} workers",
     }]
+    result["micro_one_thread"] = micro_costs(images, settings.working_size)
     busy = sum(v for k, v in summary.phases.items() if k != "derive")
     print(f"\n{'pipeline':<28}{'images/s':>10}")
     print(f"{'(a) decode only (floor)':<28}{result['floor_images_per_s']:>10}")
@@ -159,6 +215,9 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
     for phase, seconds in sorted(summary.phases.items(), key=lambda kv: -kv[1]):
         share = f"{seconds / busy:6.1%}" if phase != "derive" and busy else "      "
         print(f"  {phase:<16}{seconds:8.2f}s {share}")
+    print("\none thread, ms per image (micro_one_thread in the JSON):")
+    for key, value in result["micro_one_thread"].items():
+        print(f"  {key:<28}{value}")
     if scale_n:
         from scale import run_scale
 
