@@ -11,7 +11,8 @@ normalise everything else to an RGB uint8 array at the working size.
 - JPEGs are decoded straight to (about) the working size with Pillow's draft mode
   (DCT scaling), which is where most of the decode time is saved.
 - The last step to the working size is torch's antialiased bilinear resize on uint8
-  (Pillow's filter, within one level), about 2.5x faster than Pillow's own on one thread;
+  (Pillow's filter, within one level), about twice as fast as Pillow's own on one thread
+  (``benchmarks/ingest.py`` prints both);
   far larger images are first box-reduced by Pillow to within 2x of the target.
 """
 
