@@ -3,7 +3,6 @@ what vismerch found against the catalog's ground truth."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -47,7 +46,7 @@ def run_demo(
         arranged = arranged_collection(store)
         report = write_report(store, out / "report.html", arrangement=arranged)
         predicted = predictions(store)
-    truth = json.loads(Path(catalog.truth_path).read_text())
+    truth = catalog.truth()
     scores = score_against_truth(
         truth, predicted["colours"], predicted["groups"], predicted["flags"], failed=predicted["failed"]
     )

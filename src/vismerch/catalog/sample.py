@@ -65,12 +65,10 @@ from vismerch.catalog import _sample_shapes as shapes
 from vismerch.errors import UsageError
 from vismerch.features.colournames import load_colour_table
 from vismerch.features.colourspace import ciede2000_np, parse_hex, srgb_to_lab
+from vismerch.features.quality import QUALITY_FLAGS
 
 VERSION = 1
-FLAG_NAMES = (
-    "low-resolution", "extreme-aspect", "blur", "under-exposed", "over-exposed",
-    "non-white-background", "cluttered-background", "too-small", "off-centre",
-)
+FLAG_NAMES = QUALITY_FLAGS  # the truth uses the flags vismerch reports
 # Main colours a product can have in the truth: no two closer than CIEDE2000 14.
 TRUTH_COLOURS = (
     "black", "grey", "beige", "brown", "navy", "blue", "light blue", "teal", "turquoise",

@@ -23,7 +23,7 @@ from vismerch.catalog.store import THUMB_FORMATS, Store, utc_timestamp, write_de
 from vismerch.config import Settings, load_settings
 from vismerch.errors import JobFailed, UsageError
 from vismerch.pipeline.plan import plan_tasks
-from vismerch.pipeline.tasks import BackendSpec, IngestSpec, Task, TaskResult
+from vismerch.pipeline.tasks import BackendSpec, IngestSpec, ItemResult, Task, TaskResult
 
 MAX_TASK_ATTEMPTS = 2
 
@@ -119,8 +119,6 @@ def _record_missing(store: Store, missing: list[ProductRecord], run_id: int) -> 
 
 
 def _failed_task_result(task: Task, error: str) -> TaskResult:
-    from vismerch.pipeline.tasks import ItemResult
-
     first_line = error.splitlines()[0] if error else "unknown error"
     return TaskResult(
         index=task.index,
@@ -159,8 +157,6 @@ def backend_specs(backends: list[str] | tuple[str, ...], options: dict[str, dict
 def _check_cuda(device: str) -> None:
     """Fail before any work when CUDA was asked for and is not there."""
     import torch
-
-    from vismerch.errors import UsageError
 
     if not torch.cuda.is_available():
         raise UsageError(
