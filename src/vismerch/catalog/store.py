@@ -287,12 +287,17 @@ class Store:
             out.setdefault(row["id"], []).append(item)
         return out
 
-    def tags(self) -> list[dict[str, Any]]:
-        colours = self.colours()
-        flags = self.quality()
+    def tags(self, products: list[Product] | None = None,
+             colours: dict[str, list[dict[str, Any]]] | None = None,
+             flags: dict[str, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
+        """Colours and flags per ok product; a caller that already read any of the three
+        passes it in rather than have it read again."""
+        colours = self.colours() if colours is None else colours
+        flags = self.quality() if flags is None else flags
+        products = self.products() if products is None else products
         return [
             {"id": p.id, "colours": colours.get(p.id, []), "flags": flags.get(p.id, [])}
-            for p in self.products()
+            for p in products
         ]
 
     def audit(self) -> list[dict[str, Any]]:

@@ -88,9 +88,9 @@ def build_context(store: Store, collection: str | None = None,
     products = store.products(status=None)
     ok = [p for p in products if p.status == "ok"]
     errors = store.errors()
-    tags = store.tags()
     colours = store.colours()
     flagged = store.quality()
+    tags = store.tags(ok, colours, flagged)
     groups = store.dup_groups()
 
     dominant = Counter()
