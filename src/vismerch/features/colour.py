@@ -157,6 +157,7 @@ class ColourBackend:
             "structure": torch.cat([p[3] for p in parts]),
         }
         rgb = torch.cat([p[2] for p in parts])  # (B, G, G, 3) area-averaged sRGB
+        grey = torch.cat([p[4] for p in parts])  # (B, G, G) its luma
         clock("full_size: hash, blur, shrink")
         lab = srgb_to_lab(rgb)  # (B, G, G, 3)
         background, clutter = quality.background_stats(lab, BORDER)
@@ -202,7 +203,7 @@ class ColourBackend:
         blocks = {
             "hist": lab_histogram(samples, weights),
             "layout": colour_layout(lab),
-            "edges": edge_histogram(luma(rgb)),
+            "edges": edge_histogram(grey),
         }
         out["vector"] = _combine(blocks)
         clock("vector: histogram, layout, edges")
@@ -234,9 +235,9 @@ class _StageClock:
 # ---------------------------------------------------------------- stages
 
 
-def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """uint8 (b, S, S, 3) -> (phash bits, blur, channels-last GRID x GRID sRGB means,
-    32x32 uint8 structure signature)."""
+    32x32 uint8 structure signature, GRID x GRID luma of those means)."""
     xf = x.to(torch.float32)
     h, w = x.shape[1:3]
     if h % GRID == 0 and w % GRID == 0 and h == w:
@@ -245,7 +246,7 @@ def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
         rgb = _shrink(xf.permute(0, 3, 1, 2), GRID).permute(0, 2, 3, 1).contiguous()
     # the hash's 32x32 area means are 2x2 means of the 64x64 ones (luma is linear)
     grey = luma(rgb)
-    return phash_bits(grey), quality.blur_metric(luma(xf)), rgb, structure_signature(grey)
+    return phash_bits(grey), quality.blur_metric(luma(xf)), rgb, structure_signature(grey), grey
 
 
 _lattices: dict[tuple[int, int, str], tuple[torch.Tensor, ...]] = {}
