@@ -197,6 +197,23 @@ def test_query_encoder_is_rebuilt_from_the_fingerprint(clip, models, tmp_path):
         backend_from_fingerprint(stale)
 
 
+def test_openclip_local_folder_fingerprint_is_checked_like_the_others(models, tmp_path):
+    """openclip stores its local model as ``local-dir:PATH``: the folder check must look at
+    PATH (it used to test the prefixed string, so every such store read as 'gone')."""
+    if importlib.util.find_spec("open_clip") is not None:
+        pytest.skip("open_clip is installed: loading would go further than the checks")
+    folder = models["clip"]
+    fingerprint = {"backend": "openclip", "model": f"local-dir:{folder}",
+                   "revision": folder_digest(folder), "dim": 32}
+    with pytest.raises(VismerchError) as err:  # present and unchanged: on to loading it
+        backend_from_fingerprint(fingerprint)
+    assert "gone" not in err.value.message and "changed" not in err.value.message
+    with pytest.raises(VismerchError, match="changed"):
+        backend_from_fingerprint(dict(fingerprint, revision="sha256:0000000000000000"))
+    with pytest.raises(VismerchError, match="gone"):
+        backend_from_fingerprint(dict(fingerprint, model=f"local-dir:{tmp_path / 'nowhere'}"))
+
+
 def test_vit_flops_matches_the_published_vit_b16_figure():
     # ViT-B/16 at 224 px: 17.6 GMACs per image (timm), i.e. ~35.1 GFLOPs
     assert vit_flops(224, 16, 768, 3072, 12) / 2 == pytest.approx(17.6e9, rel=0.02)

@@ -543,14 +543,15 @@ def backend_from_fingerprint(fingerprint: str | dict[str, Any], device: str = "c
         raise UsageError(f"vectors of backend {kind!r} have no text tower to query")
     local = isinstance(revision, str) and revision.startswith("sha256:")
     if local:
-        if not Path(model).is_dir():
+        folder, _ = _split_ref(model)  # openclip stores "local-dir:PATH"
+        if not Path(folder).is_dir():
             raise VismerchError(
-                f"the model folder {model} that made these vectors is gone",
+                f"the model folder {folder} that made these vectors is gone",
                 hint="restore it, or re-ingest with --model pointing at the model to use",
             )
-        if kind != "openclip" and folder_digest(model) != revision:
+        if folder_digest(folder) != revision:
             raise VismerchError(
-                f"the model folder {model} changed since the store's vectors were made",
+                f"the model folder {folder} changed since the store's vectors were made",
                 hint="re-ingest the store with the current model (vismerch ingest ... --model PATH)",
             )
     pinned = None if local else revision
