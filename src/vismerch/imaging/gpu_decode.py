@@ -31,8 +31,9 @@ def torchvision_io():
     return tvio
 
 
-def gpu_decode_eligible(data: bytes, max_pixels: int = 40_000_000) -> bool:
-    """True when the GPU decoder would give the same result as the safe CPU decoder."""
+def gpu_decode_eligible(data: bytes, max_pixels: int = 40_000_000) -> tuple[int, int] | None:
+    """The JPEG's (width, height) when the GPU decoder would give the same result as the
+    safe CPU decoder, else None (the header is read once, for both answers)."""
     from PIL import Image
 
     from vismerch.imaging.decode import srgb_transform
@@ -40,15 +41,16 @@ def gpu_decode_eligible(data: bytes, max_pixels: int = 40_000_000) -> bool:
     try:
         with Image.open(io.BytesIO(data)) as im:
             if im.format != "JPEG" or im.mode not in ("RGB", "L"):
-                return False
+                return None
             if im.width * im.height > max_pixels:
-                return False
+                return None
             icc = im.info.get("icc_profile")
             if icc and srgb_transform(icc, im.mode) is not None:
-                return False  # nvJPEG ignores colour profiles: the CPU path converts to sRGB
-            return int(im.getexif().get(_ORIENTATION, 1)) == 1
+                return None  # nvJPEG ignores colour profiles: the CPU path converts to sRGB
+            upright = int(im.getexif().get(_ORIENTATION, 1)) == 1
+            return (im.width, im.height) if upright else None
     except Exception:  # anything odd is the CPU decoder's job (it gives the reason)
-        return False
+        return None
 
 
 def gpu_jpeg_decoder(device: str | torch.device) -> Callable[..., list[torch.Tensor | None]] | None:
@@ -92,16 +94,19 @@ def resize_square(images: Sequence[torch.Tensor], size: int) -> torch.Tensor:
 
 
 def decode_jpegs_gpu(
-    datas: Sequence[bytes], device: str | torch.device, size: int = 256, max_pixels: int = 40_000_000
+    datas: Sequence[bytes], device: str | torch.device, size: int = 256,
+    max_pixels: int = 40_000_000, checked: bool = False,
 ) -> tuple[torch.Tensor | None, list[int]]:
     """Decode what the GPU can; return ``(batch on device or None, indices it decoded)``.
 
     Indices not returned are left for the CPU decoder (not eligible, or failed on GPU).
+    ``checked``: every item already passed ``gpu_decode_eligible`` (the ingest pipeline's
+    CPU workers check before deferring), so the headers are not read again here.
     """
     decoder = gpu_jpeg_decoder(device)
     if decoder is None:
         return None, []
-    eligible = [i for i, d in enumerate(datas) if gpu_decode_eligible(d, max_pixels)]
+    eligible = [i for i, d in enumerate(datas) if checked or gpu_decode_eligible(d, max_pixels)]
     decoded = decoder([datas[i] for i in eligible])
     done = [i for i, img in zip(eligible, decoded, strict=True) if img is not None]
     images = [img for img in decoded if img is not None]

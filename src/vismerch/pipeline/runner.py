@@ -8,7 +8,6 @@ distributor may run decode in CPU workers and encode next to the GPU.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import time
 import uuid
@@ -145,14 +144,12 @@ def decode_task(task: Task, spec: IngestSpec, defer_jpeg: bool = False) -> Decod
 
 
 def _defer(data: bytes, settings: dict[str, Any], res: ItemResult) -> bool:
-    from PIL import Image
-
     from vismerch.imaging.gpu_decode import gpu_decode_eligible
 
-    if not gpu_decode_eligible(data, settings["max_pixels"]):
+    size = gpu_decode_eligible(data, settings["max_pixels"])
+    if size is None:
         return False
-    with Image.open(io.BytesIO(data)) as im:  # header only
-        res.width, res.height, res.format = im.width, im.height, "JPEG"
+    (res.width, res.height), res.format = size, "JPEG"
     return True
 
 
@@ -172,7 +169,8 @@ def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTa
     shas = list(decoded.raw)
     datas = [decoded.raw[s] for s in shas]
     t = time.perf_counter()
-    batch, done = decode_jpegs_gpu(datas, device, settings["working_size"], settings["max_pixels"])
+    batch, done = decode_jpegs_gpu(datas, device, settings["working_size"], settings["max_pixels"],
+                                   checked=True)
     t = timer.add("decode:gpu", t)
     by_sha = {item.sha256: item for item in decoded.result.items if item.sha256 in decoded.raw}
     for row, i in enumerate(done):
