@@ -131,7 +131,7 @@ def arrange_cmd(
     """Arrange a collection for a grid: business first, no look-alike neighbours, explained."""
     from vismerch.config import load_settings
     from vismerch.merch import versions
-    from vismerch.merch.layout import arrange_collection, collection_vectors
+    from vismerch.merch.layout import arrange_collection
     from vismerch.merch.preview import html_page, lookalike_pairs, mosaic
 
     st = _open(store)
@@ -147,7 +147,7 @@ def arrange_cmd(
             versions.publish(st, collection, save)
     if preview or html_out:
         tau = float(arr.params["lookalike_cosine"])
-        vectors = collection_vectors(st, arr.ids, result.backend)
+        vectors = result.vectors(arr.ids)
         if preview:
             mosaic(st, arr.ids, columns, rows, title=f"{collection} · {mode} · {columns} columns",
                    lookalikes=lookalike_pairs(vectors, columns, tau, columns * rows)).save(preview)

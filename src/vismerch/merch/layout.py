@@ -36,10 +36,21 @@ class CollectionArrangement:
     events: list[dict[str, Any]] = field(default_factory=list)  # substitutions, releases
     backend: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    member_vectors: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     @property
     def ids(self) -> list[str]:
         return self.arrangement.ids
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray | None:
+        """The visual vectors the arrangement used, for ``ids`` (collection members), as
+        ``collection_vectors`` gives them: no second read of the feature shards."""
+        if self.member_vectors is None:
+            return None
+        if not ids:
+            dim = next((len(v) for v in self.member_vectors.values()), 0)
+            return np.zeros((0, dim), np.float32)
+        return np.stack([self.member_vectors[i] for i in ids])
 
     def slots(self) -> list[dict[str, Any]]:
         return [s.as_dict() for s in self.arrangement.slots]
@@ -111,8 +122,7 @@ def arrange_collection(
 ) -> CollectionArrangement:
     """Arrange collection ``name`` of ``store`` for a grid of ``columns`` (and the other
     widths in ``columns_set``, optimised at once). See the module docstring."""
-    colls.get_collection(store, name)
-    member_ids = set(colls.members(store, name))
+    member_ids = set(colls.members(store, name))  # refuses an unknown collection
     products = [p for p in store.products() if p.id in member_ids]
     widths = parse_columns(columns, columns_set)
     if options is None:
@@ -161,5 +171,7 @@ def arrange_collection(
         collection=name, arrangement=result, hidden=hidden, conflicts=res.conflicts,
         events=res.events, backend=chosen,
         params={**result.params, "weights": base.weights, "backend": chosen},
+        member_vectors=None if vectors is None else dict(zip([p.id for p in products], vectors,
+                                                             strict=True)),
     )
 

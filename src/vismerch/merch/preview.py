@@ -176,7 +176,7 @@ def arranged_before_after(store: Any, collection: str, out_dir: str | Path | Non
     html, business}``; ``lookalikes`` counts look-alike neighbour pairs in the first 48
     positions per width.
     """
-    from vismerch.merch.layout import arrange_collection, collection_vectors
+    from vismerch.merch.layout import arrange_collection
 
     out = Path(out_dir) if out_dir is not None else Path(store.path) / "previews"
     out.mkdir(parents=True, exist_ok=True)
@@ -186,7 +186,7 @@ def arranged_before_after(store: Any, collection: str, out_dir: str | Path | Non
     widths = list(arr.params["columns"])
     ids_after = arr.ids
     ids_before = _plain_ids(arr)
-    vectors = collection_vectors(store, ids_after + ids_before, result.backend)
+    vectors = result.vectors(ids_after + ids_before)
     v_after = vectors[: len(ids_after)] if vectors is not None else None
     v_before = vectors[len(ids_after):] if vectors is not None else None
     tau = float(arr.params["lookalike_cosine"])
