@@ -88,15 +88,18 @@ def _read_vectors(store: Any, rows: list[Any]) -> dict[str, np.ndarray]:
     return out
 
 
-def text_features(store: Any, encoder: Any | None = None, write: bool = True) -> tuple[list[str], np.ndarray]:
-    """(product ids, L2-normalised title+description vectors) for ok products with text.
+def text_features(store: Any, encoder: Any | None = None, write: bool = True,
+                  products: Sequence[Any] | None = None) -> tuple[list[str], np.ndarray]:
+    """(product ids, L2-normalised title+description vectors) for ok products with text
+    (``products``: the store's ok products, when the caller already read them).
 
     Embeddings already cached in the store are reused; missing ones are computed with the
     offline text encoder and, when ``write``, appended as a ``text`` shard.
     """
     from vismerch.features.base import fingerprint_key
 
-    texts = {p.id: product_text(p.title, p.description) for p in store.products()}
+    products = store.products() if products is None else products
+    texts = {p.id: product_text(p.title, p.description) for p in products}
     texts = {pid: t for pid, t in texts.items() if t}
     if not texts:
         return [], np.zeros((0, 0), np.float32)
@@ -201,10 +204,10 @@ def semantic_search(
     rrf_k = int(setting(settings, "search_rrf_k"))
     depth = max(int(setting(settings, "search_depth")), k)
     allowed: set[str] | None = None
+    products = store.products()
     if category is not None:
         from vismerch.merch.similar import category_mask
 
-        products = store.products()
         mask = category_mask([p.category for p in products], category)
         allowed = {p.id for p, keep in zip(products, mask, strict=True) if keep}
     rankings: list[list[tuple[str, float]]] = []
@@ -229,7 +232,7 @@ def semantic_search(
         rankings.append(index.search(query_vector(encoder, query), depth, allowed)[0])
         used.append(weights["image"])
         sources += 1
-    ids, vectors = text_features(store)
+    ids, vectors = text_features(store, products=products)
     if ids:
         from vismerch.features.text import TextBackend
 
@@ -245,9 +248,8 @@ def semantic_search(
         )
     from vismerch.merch.search import reciprocal_rank_fusion
 
+    # every ranking above is already limited to ``allowed``
     fused = reciprocal_rank_fusion(rankings, k=rrf_k, weights=used)
-    if allowed is not None:
-        fused = [(pid, s) for pid, s in fused if pid in allowed]
     return [(pid, float(score)) for pid, score in fused[:k]]
 
 
