@@ -206,3 +206,28 @@ def test_a_batch_of_thumbnails_written_on_threads_matches_one_by_one(tmp_path, f
     for name in threaded:
         assert (tmp_path / "threads" / "thumbs" / name).read_bytes() == (
             tmp_path / "serial" / "thumbs" / name).read_bytes()
+
+
+def test_changed_metadata_of_an_unchanged_image_is_updated_on_the_next_run(tmp_path):
+    """A skipped image's manifest row still updates the product (values to other values,
+    to empty and from empty); rows that did not change stay as they were."""
+    cat = small_catalog(tmp_path / "cat", n=4, seed=6, corrupt=False, flawed=False, duplicates=False)
+    ingest(cat.manifest_path, tmp_path / "store", workers=1, progress=False)
+    lines = cat.manifest_path.read_text().splitlines()
+    header = lines[0].split(",")
+    rows = [line.split(",") for line in lines[1:]]
+    with Store.open(tmp_path / "store") as store:
+        before = {p.id: p for p in store.products()}
+    rows[0][header.index("title")] = "Renamed"
+    rows[1][header.index("brand")] = ""
+    rows[2][header.index("price")] = "12.5"
+    cat.manifest_path.write_text("\n".join([lines[0], *(",".join(r) for r in rows)]) + "\n")
+    summary = ingest(cat.manifest_path, tmp_path / "store", workers=1, progress=False)
+    assert summary.skipped == 4 and summary.ingested == 0
+    with Store.open(tmp_path / "store") as store:
+        after = {p.id: p for p in store.products()}
+    ids = [r[header.index("id")] for r in rows]
+    assert after[ids[0]].title == "Renamed"
+    assert after[ids[1]].brand is None and before[ids[1]].brand
+    assert after[ids[2]].price == 12.5
+    assert after[ids[3]] == before[ids[3]]

@@ -68,14 +68,19 @@ def _upsert_product(con, record: ProductRecord, run_id: int, **fields: Any) -> N
     )
 
 
-def _update_metadata(con, record: ProductRecord, run_id: int) -> None:
-    """Metadata of an image that was skipped may still have changed."""
-    con.execute(
-        """UPDATE products SET title=?, description=?, category=?, brand=?, price=?, stock=?,
-               sales=?, created_at=?, attributes=? WHERE id=?""",
-        (record.title, record.description, record.category, record.brand, record.price,
-         record.stock, record.sales, record.created_at,
-         json.dumps(record.attributes, sort_keys=True, default=str), record.id),
+_METADATA = "title, description, category, brand, price, stock, sales, created_at, attributes"
+
+
+def _update_metadata(con, records: list[ProductRecord]) -> None:
+    """Metadata of images that were skipped may still have changed; only rows that did
+    change are written (an unchanged catalog of a million products rewrites nothing)."""
+    con.executemany(
+        f"UPDATE products SET ({_METADATA}) = (?,?,?,?,?,?,?,?,?) "
+        f"WHERE id = ? AND ({_METADATA}) IS NOT (?,?,?,?,?,?,?,?,?)",
+        [(*values, record.id, *values) for record in records
+         for values in [(record.title, record.description, record.category, record.brand,
+                         record.price, record.stock, record.sales, record.created_at,
+                         json.dumps(record.attributes, sort_keys=True, default=str))]],
     )
 
 
@@ -220,8 +225,7 @@ def ingest(
         specs = backend_specs(backends, backend_options)
         plan = plan_tasks(records, store, [b.key for b in specs], settings.task_size)
         with store.transaction() as con:
-            for record in plan.skipped:
-                _update_metadata(con, record, run_id)
+            _update_metadata(con, plan.skipped)
         if plan.missing:
             _record_missing(store, plan.missing, run_id)
 
