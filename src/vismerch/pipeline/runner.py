@@ -99,6 +99,12 @@ def _cpu_decode(data: bytes, sha: str, res: ItemResult, needs: tuple[str, ...], 
         out.sizes[sha] = (decoded.width, decoded.height)
 
 
+def _copy_outcome(item: ItemResult, first: ItemResult) -> None:
+    """A copy of the same bytes gets the first one's size, format and refusal."""
+    item.width, item.height, item.format = first.width, first.height, first.format
+    item.reason, item.detail = first.reason, first.detail
+
+
 def decode_task(task: Task, spec: IngestSpec, defer_jpeg: bool = False) -> DecodedTask:
     """Read, hash and decode every item; refused images are recorded, never raised.
 
@@ -129,9 +135,7 @@ def decode_task(task: Task, spec: IngestSpec, defer_jpeg: bool = False) -> Decod
         res.sha256, res.nbytes = sha, len(data)
         timer.add("hash", t)
         if sha in seen:  # the same bytes twice in one task: decode once
-            first = seen[sha]
-            res.width, res.height, res.format = first.width, first.height, first.format
-            res.reason, res.detail = first.reason, first.detail
+            _copy_outcome(res, seen[sha])
             continue
         seen[sha] = res
         needs = tuple(k for k in wanted if k not in task.featured.get(sha, ()))
@@ -190,8 +194,7 @@ def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTa
     for item in decoded.result.items:  # copies of the same bytes share the outcome
         first = by_sha.get(item.sha256)
         if first is not None and item is not first:
-            item.width, item.height, item.format = first.width, first.height, first.format
-            item.reason, item.detail = first.reason, first.detail
+            _copy_outcome(item, first)
     decoded.raw.clear()
     return decoded
 
