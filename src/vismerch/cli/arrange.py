@@ -16,12 +16,12 @@ from typing import Annotated
 
 import typer
 
-from vismerch.commands.output import JsonOpt, StoreArg
-from vismerch.commands.output import done as _done
-from vismerch.commands.output import open_store as _open
-from vismerch.commands.output import print_json as _print_json
-from vismerch.commands.output import say as _say
-from vismerch.commands.output import table as _table
+from vismerch.cli.output import JsonOpt, StoreArg
+from vismerch.cli.output import done as _done
+from vismerch.cli.output import open_store as _open
+from vismerch.cli.output import print_json as _print_json
+from vismerch.cli.output import say as _say
+from vismerch.cli.output import table as _table
 
 CollectionOpt = Annotated[str | None, typer.Option("--collection", "-c",
                                                    help="Collection name (see `vismerch collections`).")]

@@ -1,13 +1,12 @@
 """The `vismerch` command line. Thin: parse, call one API function, render with rich.
 
-Feature areas add their own commands through ``register(app)`` functions listed in
-``_COMMAND_MODULES`` so this file stays small.
+Each module of this package adds its commands through a ``register(app)`` function listed in
+``_COMMAND_MODULES``, so this file stays small.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
 
 import typer
 
@@ -21,9 +20,9 @@ app = typer.Typer(
 
 # modules whose ``register(app)`` adds commands (light imports only: heavy ones live in the commands)
 _COMMAND_MODULES: tuple[str, ...] = (
-    "vismerch.commands.core",
-    "vismerch.plan.command",
-    "vismerch.merch.command_arrange",
+    "vismerch.cli.core",
+    "vismerch.cli.plan",
+    "vismerch.cli.arrange",
 )
 
 
@@ -67,6 +66,3 @@ def main(argv: list[str] | None = None) -> int:
     # with standalone_mode=False click hands back the code of a typer.Exit(n)
     return rc if isinstance(rc, int) else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from vismerch.commands.output import JsonOpt, StoreArg, console
-from vismerch.commands.output import open_store as _open
-from vismerch.commands.output import print_json as _print_json
-from vismerch.commands.output import table as _table
+from vismerch.cli.output import JsonOpt, StoreArg, console
+from vismerch.cli.output import open_store as _open
+from vismerch.cli.output import print_json as _print_json
+from vismerch.cli.output import table as _table
 
 
 def ingest_cmd(

@@ -1,1 +1,0 @@
-"""CLI command modules, each with a register(app) function."""
