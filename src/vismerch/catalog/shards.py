@@ -3,6 +3,7 @@ exists whole or not at all. A shard counts only once ``store.sqlite`` names it."
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+log = logging.getLogger("vismerch.shards")
 
 
 def _to_arrow(array: np.ndarray) -> pa.Array:
@@ -59,6 +62,45 @@ def read_shard(path: Path, columns: list[str] | None = None) -> dict[str, np.nda
             array = array.reshape((-1, *shape))
         out[name] = array
     return out
+
+
+def shard_problem(path: Path, expected_rows: int | None = None) -> str | None:
+    """Why a shard file cannot be used (missing, unreadable, wrong row count), or None.
+    Reads only the Parquet footer."""
+    try:
+        rows = pq.read_metadata(path).num_rows
+    except FileNotFoundError:
+        return "missing"
+    except (OSError, pa.ArrowException) as exc:
+        return f"unreadable ({exc})"
+    if expected_rows is not None and rows != expected_rows:
+        return f"holds {rows} rows, not {expected_rows}"
+    return None
+
+
+def read_shard_or_none(path: Path, columns: list[str] | None = None) -> dict[str, np.ndarray] | None:
+    """``read_shard``, or None (with a warning naming the file) when the file is missing or
+    damaged: reads go on without its rows, and the next ingest re-features them."""
+    try:
+        return read_shard(path, columns)
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        log.warning("feature shard %s is missing or damaged (%s): its products are left out "
+                    "until the next `vismerch ingest` re-features them", path, exc)
+        return None
+
+
+def drop_broken_shards(store_path: Path, con) -> list[tuple[str, str]]:
+    """Inside the caller's transaction: forget every shard whose file is missing or damaged
+    (its ``features`` rows and its ``shards`` row), so the next plan re-features the images
+    it held. Returns ``[(path, problem)]``; the damaged files become orphans."""
+    dropped = []
+    for shard_id, rel, n in con.execute("SELECT id, path, n FROM shards ORDER BY id").fetchall():
+        problem = shard_problem(store_path / rel, n)
+        if problem is not None:
+            con.execute("DELETE FROM features WHERE shard_id = ?", (shard_id,))
+            con.execute("DELETE FROM shards WHERE id = ?", (shard_id,))
+            dropped.append((rel, problem))
+    return dropped
 
 
 def record_shard(con, backend: str, fingerprint: str, spec_key: str, path: str, sha256: list[str],

@@ -222,7 +222,7 @@ class Store:
         Only one fingerprint is ever loaded (the newest unless named), so vectors of
         different models or precisions never mix.
         """
-        from vismerch.catalog.shards import read_shard
+        from vismerch.catalog.shards import read_shard_or_none
 
         if fingerprint is None:
             known = self.fingerprints(backend)
@@ -243,9 +243,13 @@ class Store:
         ids = [row["id"] for row in rows]
         vectors: np.ndarray | None = None
         columns: dict[str, np.ndarray] = {}
+        lost: list[int] = []  # rows of missing or damaged shards: left out, never a crash
         for shard_path, positions in by_shard.items():
             take = np.array([rows[i]["row"] for i in positions])
-            data = read_shard(self.path / shard_path)
+            data = read_shard_or_none(self.path / shard_path)
+            if data is None or any(len(a) <= int(take.max()) for a in data.values()):
+                lost.extend(positions)
+                continue
             for name, array in data.items():
                 picked = array[take]
                 if name == "vector":
@@ -256,7 +260,13 @@ class Store:
                     if name not in columns:
                         columns[name] = np.zeros((len(rows),) + picked.shape[1:], picked.dtype)
                     columns[name][positions] = picked
-        assert vectors is not None
+        if vectors is None:  # every shard is gone
+            return Features([], np.zeros((0, 0), np.float32), {}, fingerprint)
+        if lost:
+            keep = np.setdiff1d(np.arange(len(ids)), np.array(lost))
+            ids = [ids[i] for i in keep]
+            vectors = vectors[keep]
+            columns = {name: array[keep] for name, array in columns.items()}
         return Features(ids, vectors, columns, fingerprint)
 
     # -- derived views -----------------------------------------------------------------

@@ -75,14 +75,17 @@ def text_key(text: str) -> str:
 
 
 def _read_vectors(store: Any, rows: list[Any]) -> dict[str, np.ndarray]:
-    from vismerch.catalog.shards import read_shard
+    from vismerch.catalog.shards import read_shard_or_none
 
     out: dict[str, np.ndarray] = {}
     by_path: dict[str, list[Any]] = {}
     for row in rows:
         by_path.setdefault(row["path"], []).append(row)
     for path, items in by_path.items():
-        flat = read_shard(store.path / path, columns=["vector"])["vector"]
+        data = read_shard_or_none(store.path / path, columns=["vector"])
+        if data is None:  # a missing or damaged cache shard: those texts are encoded again
+            continue
+        flat = data["vector"]
         for row in items:
             out[row["sha256"]] = flat[row["row"]].astype(np.float32)
     return out

@@ -10,6 +10,7 @@ same command again plans only what is missing.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections import Counter
@@ -17,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vismerch.catalog.shards import record_shard, remove_orphans
+from vismerch.catalog.shards import drop_broken_shards, record_shard, remove_orphans
 from vismerch.catalog.sources import ProductRecord, read_source
 from vismerch.catalog.store import THUMB_FORMATS, Store, utc_timestamp, write_description
 from vismerch.config import Settings, load_settings
@@ -26,6 +27,7 @@ from vismerch.pipeline.plan import plan_tasks
 from vismerch.pipeline.tasks import BackendSpec, IngestSpec, ItemResult, Task, TaskResult
 
 MAX_TASK_ATTEMPTS = 2
+log = logging.getLogger("vismerch.ingest")
 
 
 @dataclass
@@ -207,6 +209,10 @@ def ingest(
     by_id = {r.id: r for r in records}
     store = Store.open(store_path, create=True)
     try:
+        with store.transaction() as con:  # a deleted or damaged shard: re-feature its images
+            repaired = drop_broken_shards(store.path, con)
+        for rel, problem in repaired:
+            log.warning("feature shard %s is %s: its images are featured again", rel, problem)
         known_shards = {row[0] for row in store.db.execute("SELECT path FROM shards").fetchall()}
         remove_orphans(store.path, known_shards)
         if store.db.execute("SELECT 1 FROM colours LIMIT 1").fetchone() is None:
