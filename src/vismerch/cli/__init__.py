@@ -49,9 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     except VismerchError as exc:
         from rich.console import Console
 
-        Console(stderr=True).print(f"[bold red]error:[/] {exc.message}")
+        from vismerch.cli.output import safe
+
+        err = Console(stderr=True)
+        err.print(f"[bold red]error:[/] {safe(exc.message)}")  # messages quote catalog data
         if exc.hint:
-            Console(stderr=True).print(f"  [yellow]hint:[/] {exc.hint}")
+            err.print(f"  [yellow]hint:[/] {safe(exc.hint)}")
         return exc.exit_code
     except typer.Exit as exc:
         return exc.exit_code

@@ -20,6 +20,7 @@ from vismerch.cli.output import JsonOpt, StoreArg
 from vismerch.cli.output import done as _done
 from vismerch.cli.output import open_store as _open
 from vismerch.cli.output import print_json as _print_json
+from vismerch.cli.output import safe as _safe
 from vismerch.cli.output import say as _say
 from vismerch.cli.output import table as _table
 
@@ -63,20 +64,21 @@ def collections_cmd(
             raise UsageError("--create needs --where EXPR or --column COL --value VALUE")
         made = colls.create_collection(st, create, where=where, column=column, value=value)
         _done(made, json_out,
-              f"created [bold]{made['name']}[/] ({made['kind']}): {made['size']} products")
+              f"created [bold]{_safe(made['name'])}[/] ({made['kind']}): {made['size']} products")
         return
     if from_column:
         out = colls.add_collection_column(st, from_column)
         _done(out, json_out,
-              f"collections from column {from_column}: created {', '.join(out['created']) or 'none'}")
+              f"collections from column {_safe(from_column)}: created "
+              f"{_safe(', '.join(out['created']) or 'none')}")
         return
     if delete:
         out = colls.delete_collection(st, delete)
-        _done(out, json_out, f"deleted {delete} ({out['rules_removed']} scoped rules removed)")
+        _done(out, json_out, f"deleted {_safe(delete)} ({out['rules_removed']} scoped rules removed)")
         return
     if members:
         ids = colls.members(st, members)
-        _done(ids, json_out, "\n".join(ids) or "(empty)")
+        _done(ids, json_out, _safe("\n".join(ids) or "(empty)"))
         return
     if refresh:
         colls.refresh_collections(st)
@@ -177,15 +179,15 @@ def arrange_cmd(
     if arr.collapsed:
         _say(f"near-duplicates collapsed into {len(arr.collapsed)} representatives")
     for c in result.conflicts:
-        _say(f"[yellow]conflict[/] rule #{c['rule']} ({c['kind']}): {c['resolution']}")
+        _say(f"[yellow]conflict[/] rule #{c['rule']} ({c['kind']}): {_safe(c['resolution'])}")
     for e in result.events:
-        _say(f"[cyan]{e['kind']}[/] rule #{e['rule']}: {e['product']}"
-             + (f" -> {e['substitute']}" if e.get("substitute") else ""))
+        _say(f"[cyan]{e['kind']}[/] rule #{e['rule']}: {_safe(e['product'])}"
+             + (f" -> {_safe(e['substitute'])}" if e.get("substitute") else ""))
     if saved:
-        _say(f"saved version [bold]{save}[/]" + (" and published it" if publish_it else ""))
+        _say(f"saved version [bold]{_safe(save)}[/]" + (" and published it" if publish_it else ""))
     for path in (preview, html_out):
         if path:
-            _say(f"wrote {path}")
+            _say(f"wrote {_safe(path)}")
 
 
 # ---------------------------------------------------------------- rules
@@ -218,7 +220,7 @@ def rules_add(
 
     rule = add_rule(_open(store), kind, scope=collection, condition=where, product_id=product,
                     position=position, factor=factor, oos_policy=oos, note=note)
-    _done(rule.as_dict(), json_out, f"added {rule.describe()}")
+    _done(rule.as_dict(), json_out, f"added {_safe(rule.describe())}")
 
 
 @rules_app.command("list")
@@ -285,7 +287,8 @@ def rules_revert(store: StoreArg, log_id: Annotated[int, typer.Argument(
     from vismerch.merch.rules import revert_substitution
 
     row = revert_substitution(_open(store), log_id)
-    _say(f"reverted: rule #{row['rule_id']} keeps {row['product_id']} in {row['collection']}")
+    _say(f"reverted: rule #{row['rule_id']} keeps {_safe(row['product_id'])} in "
+         f"{_safe(row['collection'])}")
 
 
 # ---------------------------------------------------------------- versions
@@ -350,7 +353,7 @@ def versions_publish(store: StoreArg, collection: CollectionArg,
     from vismerch.merch.versions import publish
 
     out = publish(_open(store), collection, name)
-    _say(f"published {collection} / {out['published']}")
+    _say(f"published {_safe(collection)} / {_safe(out['published'])}")
 
 
 @versions_app.command("rollback")
@@ -362,7 +365,7 @@ def versions_rollback(store: StoreArg, collection: CollectionArg,
     from vismerch.merch.versions import rollback
 
     out = rollback(_open(store), collection, to)
-    _say(f"rolled back {collection} to {out['published']}")
+    _say(f"rolled back {_safe(collection)} to {_safe(out['published'])}")
 
 
 @versions_app.command("export")
@@ -381,7 +384,7 @@ def versions_export(
     if out is None:
         sys.stdout.write(text)
     else:
-        _say(f"wrote {out}")
+        _say(f"wrote {_safe(out)}")
 
 
 def register(app: typer.Typer) -> None:

@@ -10,6 +10,7 @@ import typer
 from vismerch.cli.output import JsonOpt, StoreArg, console
 from vismerch.cli.output import open_store as _open
 from vismerch.cli.output import print_json as _print_json
+from vismerch.cli.output import safe as _safe
 from vismerch.cli.output import table as _table
 
 
@@ -198,7 +199,7 @@ def report_cmd(
     from vismerch.report.html import write_report
 
     path = write_report(_open(store), output)
-    console.print(f"report written to [bold]{path}[/]")
+    console.print(f"report written to [bold]{_safe(path)}[/]")
 
 
 def demo_cmd(
