@@ -27,6 +27,7 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     # decode
     Setting("max_pixels", int, 40_000_000, "Refuse images with more pixels than this (decompression-bomb guard)."),
+    Setting("max_image_bytes", int, 256 * 1024 * 1024, "Refuse image files larger than this many bytes (reason too-large) before reading them; each file is read with this cap, never unbounded. 256 MiB holds any product photo and most uncompressed TIFF masters; 0 turns the cap off."),
     Setting("working_size", int, 256, "Images are decoded straight to this square size for feature extraction."),
     Setting("thumb_size", int, 256, "Longest side of the thumbnails kept in the store (at most working_size; a square image at the working size is stored as is); 0 makes none."),
     Setting("thumb_format", str, "webp", "Thumbnail format: webp (about a third smaller) or jpeg (about 5x faster to encode); benchmarks/ingest.py prints both per 256 px thumbnail (0.19 vs 1.02 ms, 5.6 vs 3.9 KB on the sample shots)."),

@@ -113,13 +113,14 @@ def _commit_task(store: Store, result: TaskResult, records: dict[str, ProductRec
                                 file_size=item.file_size, file_mtime=item.file_mtime)
 
 
-def _record_missing(store: Store, missing: list[ProductRecord], run_id: int) -> None:
+def _record_unread(store: Store, missing: list[tuple[ProductRecord, str, str]], run_id: int) -> None:
+    """Products refused before any read: (record, reason, detail)."""
     with store.transaction() as con:
-        for record in missing:
+        for record, reason, detail in missing:
             con.execute(
                 "INSERT OR REPLACE INTO errors (product_id, image_path, sha256, reason, detail, run_id) "
-                "VALUES (?,?,NULL,'missing-file',?,?)",
-                (record.id, str(record.image_path), f"{record.image_path} does not exist", run_id),
+                "VALUES (?,?,NULL,?,?,?)",
+                (record.id, str(record.image_path), reason, detail, run_id),
             )
             _upsert_product(con, record, run_id, sha256=None, status="failed",
                             file_size=None, file_mtime=None)
@@ -229,11 +230,16 @@ def ingest(
                  json.dumps(settings.as_dict(), sort_keys=True)),
             ).lastrowid
         specs = backend_specs(backends, backend_options)
-        plan = plan_tasks(records, store, [b.key for b in specs], settings.task_size)
+        root = Path(source).resolve()
+        plan = plan_tasks(records, store, [b.key for b in specs], settings.task_size,
+                          root=root if root.is_dir() else root.parent,
+                          max_bytes=settings.max_image_bytes)
         with store.transaction() as con:
             _update_metadata(con, plan.skipped)
-        if plan.missing:
-            _record_missing(store, plan.missing, run_id)
+        unread = [(r, "missing-file", f"{r.image_path} does not exist") for r in plan.missing]
+        unread += [(r, refusal.reason, refusal.message) for r, refusal in plan.refused]
+        if unread:
+            _record_unread(store, unread, run_id)
 
         spec = IngestSpec(
             store_path=str(store.path.resolve()),
@@ -249,7 +255,7 @@ def ingest(
             kind = "device" if settings.device.startswith("cuda") else "local"
             distributor = DISTRIBUTORS.get(kind)(workers=min(n_workers, max(1, len(plan.tasks))))
         phases: Counter = Counter()
-        reasons: Counter = Counter({"missing-file": len(plan.missing)} if plan.missing else {})
+        reasons: Counter = Counter(reason for _, reason, _ in unread)
         ingested = 0
         tasks_by_index = {t.index: t for t in plan.tasks}
         attempts: Counter = Counter()

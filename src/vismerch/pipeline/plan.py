@@ -9,8 +9,10 @@ encodes only what is missing for that content hash.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
+from vismerch.catalog.reading import FileRefused, check_image_file
 from vismerch.catalog.sources import ProductRecord
 from vismerch.catalog.store import Store
 from vismerch.pipeline.tasks import Task, TaskItem
@@ -21,6 +23,8 @@ class Plan:
     tasks: list[Task]
     skipped: list[ProductRecord]
     missing: list[ProductRecord]  # files that do not exist
+    # files that must not be read: links out of the folder, FIFOs and devices, too large
+    refused: list[tuple[ProductRecord, FileRefused]] = field(default_factory=list)
 
     @property
     def n_items(self) -> int:
@@ -44,8 +48,11 @@ def featured_shas(store: Store, spec_keys: list[str]) -> dict[str, tuple[str, ..
 
 
 def plan_tasks(
-    records: list[ProductRecord], store: Store, spec_keys: list[str], task_size: int
+    records: list[ProductRecord], store: Store, spec_keys: list[str], task_size: int,
+    root: Path | None = None, max_bytes: int | None = None,
 ) -> Plan:
+    """``root``: the source folder (links leading out of it are refused); ``max_bytes``:
+    files larger than this are refused without being read."""
     featured = featured_shas(store, spec_keys)
     known = {
         row["id"]: row
@@ -56,12 +63,17 @@ def plan_tasks(
     items: list[TaskItem] = []
     skipped: list[ProductRecord] = []
     missing: list[ProductRecord] = []
+    refused: list[tuple[ProductRecord, FileRefused]] = []
     hints: list[str | None] = []
     for record in records:
         try:
             stat = os.stat(record.image_path)
         except OSError:
             missing.append(record)
+            continue
+        problem = check_image_file(record.image_path, stat, root, max_bytes)
+        if problem is not None:
+            refused.append((record, problem))
             continue
         row = known.get(record.id)
         if (
@@ -87,4 +99,4 @@ def plan_tasks(
             sha: featured[sha] for sha in hints[start:start + step] if sha and sha in featured
         }
         tasks.append(Task(index=i, items=items[start:start + step], featured=featured_here))
-    return Plan(tasks=tasks, skipped=skipped, missing=missing)
+    return Plan(tasks=tasks, skipped=skipped, missing=missing, refused=refused)

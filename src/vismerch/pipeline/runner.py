@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from vismerch.catalog.reading import FileRefused, read_image_file
 from vismerch.catalog.shards import write_shard
 from vismerch.catalog.store import THUMB_FORMATS
 from vismerch.errors import DecodeError
@@ -123,7 +124,10 @@ def decode_task(task: Task, spec: IngestSpec, defer_jpeg: bool = False) -> Decod
         result.items.append(res)
         t = time.perf_counter()
         try:
-            data = Path(item.path).read_bytes()
+            data = read_image_file(item.path, settings.get("max_image_bytes"))
+        except FileRefused as exc:
+            res.reason, res.detail = exc.reason, exc.message
+            continue
         except FileNotFoundError:
             res.reason, res.detail = "missing-file", f"{item.path} does not exist"
             continue

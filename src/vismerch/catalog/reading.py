@@ -1,0 +1,82 @@
+"""Reading an image file safely: regular files only, inside the catalog's folder, never
+more than a byte cap.
+
+``check_image_file`` judges a path from its metadata alone (the plan calls it, so a FIFO
+is never opened and a link out of the folder never read); ``read_image_file`` is the one
+read the pipeline does, and checks again on the open file (a file swapped or grown after
+planning is refused, not read without bound). Refusals carry a stable reason code:
+
+- ``outside-folder``: a symbolic link that leads out of the source folder;
+- ``not-a-file``: a FIFO, device, socket or directory;
+- ``too-large``: more bytes than the ``max_image_bytes`` setting.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from vismerch.errors import DecodeError
+
+OUTSIDE_FOLDER = "outside-folder"
+NOT_A_FILE = "not-a-file"
+TOO_LARGE = "too-large"
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory"))
+
+
+class FileRefused(DecodeError):
+    """An image file refused before its bytes were read (``reason`` is one of the codes above)."""
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _too_large(path: str | os.PathLike, size: int, max_bytes: int) -> FileRefused:
+    return FileRefused(TOO_LARGE, f"{path} is {size:,} bytes, over max_image_bytes ({max_bytes:,})")
+
+
+def check_image_file(path: str | os.PathLike, st: os.stat_result, root: Path | None,
+                     max_bytes: int | None) -> FileRefused | None:
+    """Why ``path`` (whose ``os.stat`` is ``st``) must not be read, or None. ``root``: the
+    folder the catalog came from; a path whose real location is outside it is refused."""
+    if root is not None:
+        real = Path(os.path.realpath(path))
+        if not real.is_relative_to(Path(os.path.realpath(root))):
+            return FileRefused(OUTSIDE_FOLDER, f"{path} is a link to {real}, outside {root}")
+    if not stat.S_ISREG(st.st_mode):
+        return FileRefused(NOT_A_FILE, f"{path} is {_kind(st.st_mode)}, not an image file")
+    if max_bytes and st.st_size > max_bytes:
+        return _too_large(path, st.st_size, max_bytes)
+    return None
+
+
+def read_image_file(path: str | os.PathLike, max_bytes: int | None) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` bytes; FileRefused otherwise.
+    Opened non-blocking (a FIFO put in place after planning cannot hang the worker) and
+    read with a cap (a file that grows past it is refused, not read to the end)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise FileRefused(NOT_A_FILE, f"{path} is {_kind(st.st_mode)}, not an image file")
+        if max_bytes and st.st_size > max_bytes:
+            raise _too_large(path, st.st_size, max_bytes)
+        limit = max_bytes + 1 if max_bytes else -1
+        data = fh.readall() if limit < 0 else _read_upto(fh, limit)
+    if max_bytes and len(data) > max_bytes:
+        raise _too_large(path, len(data), max_bytes)
+    return data
+
+
+def _read_upto(fh, limit: int) -> bytes:
+    chunks, left = [], limit
+    while left > 0:
+        chunk = fh.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
