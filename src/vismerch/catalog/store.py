@@ -89,10 +89,14 @@ class Store:
     def __init__(self, path: Path, db: sqlite3.Connection):
         self.path = path
         self.db = db
+        self._writable = True  # Store.open without create starts read-only
 
     # -- opening -----------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | os.PathLike, create: bool = False) -> Store:
+        """Open a store. Without ``create`` the connection is read-only until the first
+        ``transaction()`` (so read commands never write, and work on a read-only mount);
+        a missing, empty or damaged ``store.sqlite`` is an error, never recreated."""
         path = Path(path)
         db_path = path / DB_NAME
         if not db_path.exists():
@@ -103,16 +107,31 @@ class Store:
                     exit_code=2,
                 )
             path.mkdir(parents=True, exist_ok=True)
-        for sub in ("features", "index", "thumbs"):
-            (path / sub).mkdir(exist_ok=True)
-        db = sqlite3.connect(db_path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        db.row_factory = sqlite3.Row
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA foreign_keys=ON")
-        store = cls(path, db)
-        store._migrate()
+        else:
+            _check_database_file(db_path)
+        store = cls(path, _connect_read_only(db_path) if not create else _connect(db_path))
+        store._writable = create
+        if create:
+            for sub in ("features", "index", "thumbs"):
+                (path / sub).mkdir(exist_ok=True)
+        try:
+            store._migrate()
+        except sqlite3.DatabaseError as exc:
+            store.db.close()
+            raise _damaged(db_path, exc) from exc
         return store
+
+    def _make_writable(self) -> None:
+        """Swap the read-only connection for a read-write one (first write of a command)."""
+        if getattr(self, "_writable", True):
+            return
+        db_path = self.path / DB_NAME
+        if not _can_write(self.path):
+            raise StoreError(f"{self.path} is read-only: this command writes to the store",
+                             hint="run it on a writable copy of the store", exit_code=2)
+        self.db.close()
+        self.db = _connect(db_path)
+        self._writable = True
 
     def close(self) -> None:
         self.db.close()
@@ -125,10 +144,17 @@ class Store:
 
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()  # garbage fails here
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"{self.path} has schema version {version}, newer than this vismerch ({SCHEMA_VERSION})",
                 hint="upgrade vismerch to open this store",
+            )
+        if version < SCHEMA_VERSION and not _can_write(self.path):
+            raise StoreError(
+                f"{self.path} has schema version {version} and is read-only; this vismerch "
+                f"needs version {SCHEMA_VERSION}", exit_code=2,
+                hint="open it once where it is writable (any write command upgrades it)",
             )
         for number in range(version, SCHEMA_VERSION):
             with self.transaction() as con:
@@ -140,6 +166,7 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic write: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any error."""
+        self._make_writable()
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
@@ -337,6 +364,70 @@ class Store:
             if path.exists():
                 return path
         return None
+
+
+def _can_write(path: Path) -> bool:
+    """False on a read-only mount or a directory this user may not write."""
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return False
+    except OSError:
+        return False
+    return os.access(path, os.W_OK) and os.access(path / DB_NAME, os.W_OK)
+
+
+def _connect(db_path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(db_path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    db.row_factory = sqlite3.Row
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise _damaged(db_path, exc) from exc
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA foreign_keys=ON")
+    return db
+
+
+def _connect_read_only(db_path: Path) -> sqlite3.Connection:
+    """``mode=ro``; where the WAL's shared-memory file cannot be made (a read-only mount or
+    directory) ``immutable=1``, which reads the file as it is."""
+    uri = db_path.resolve().as_uri()
+    mode = "?mode=ro" if _can_write(db_path.parent) else "?immutable=1"
+    db = sqlite3.connect(uri + mode, uri=True, timeout=30.0, isolation_level=None,
+                         check_same_thread=False)
+    db.row_factory = sqlite3.Row
+    return db
+
+
+_HEADER = b"SQLite format 3\x00"
+
+
+def _damaged(db_path: Path, why: object) -> StoreError:
+    return StoreError(
+        f"{db_path} is damaged ({why}); nothing was changed",
+        hint="restore store.sqlite from a backup, or move the store aside and ingest again "
+             "(docs/operating-a-store.md: repair)",
+        exit_code=2,
+    )
+
+
+def _check_database_file(db_path: Path) -> None:
+    """Refuse an empty, foreign or truncated store.sqlite before SQLite would treat it as a
+    new empty database or fail later with a raw DatabaseError."""
+    size = db_path.stat().st_size
+    if size == 0:
+        raise _damaged(db_path, "0 bytes: a new empty database would hide the lost catalog")
+    with open(db_path, "rb") as fh:
+        header = fh.read(100)
+    if len(header) < 100 or not header.startswith(_HEADER):
+        raise _damaged(db_path, "not an SQLite database")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    valid = header[24:28] == header[92:96]  # SQLite trusts the in-header size only then
+    if valid and pages and pages * page_size > size:
+        raise _damaged(db_path, f"truncated: {size:,} bytes of {pages * page_size:,}")
 
 
 def _product(row: sqlite3.Row) -> Product:

@@ -235,7 +235,7 @@ def semantic_search(
         rankings.append(index.search(query_vector(encoder, query), depth, allowed)[0])
         used.append(weights["image"])
         sources += 1
-    ids, vectors = text_features(store, products=products)
+    ids, vectors = text_features(store, products=products, write=False)  # a read never writes
     if ids:
         from vismerch.features.text import TextBackend
 
