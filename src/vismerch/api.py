@@ -12,6 +12,13 @@ from vismerch.catalog.store import Store
 from vismerch.errors import UsageError
 
 
+def check_k(k: int) -> int:
+    """How many results: at least 1 (an empty answer to -k 0 would look like no match)."""
+    if int(k) < 1:
+        raise UsageError(f"-k must be at least 1, not {k}", hint="-k 12 asks for the 12 best")
+    return int(k)
+
+
 def _open(store: Store | str | os.PathLike) -> Store:
     return store if isinstance(store, Store) else Store.open(Path(store))
 
@@ -66,6 +73,7 @@ def similar(
     """More like this: the k products most similar to ``product_id``."""
     from vismerch.merch.similar import similar_items
 
+    k = check_k(k)
     s = _open(store)
     product = s.product(product_id)
     if product is None:
@@ -90,6 +98,7 @@ def colour_search(
     from vismerch.features.colour import parse_colour
     from vismerch.merch.search import search_by_colour
 
+    k = check_k(k)
     s = _open(store)
     lab = parse_colour(colour)
     features = s.load_features("colour")
@@ -113,6 +122,7 @@ def search(
 ) -> list[dict[str, Any]]:
     """Text search (neural, when the store has text/image-text features) with an optional
     colour constraint, or colour search alone."""
+    k = check_k(k)
     if not query and not colour:
         raise UsageError("give a text query, --colour, or both", hint='vismerch search STORE --colour navy')
     if not query:

@@ -13,6 +13,7 @@ import csv
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path, PurePosixPath
@@ -81,7 +82,7 @@ def _rows(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]]]:
                 return list(reader.fieldnames or []), list(reader)
         if kind == "jsonl":
             rows, columns = [], {}
-            with path.open(encoding="utf-8") as fh:
+            with path.open(encoding="utf-8-sig") as fh:  # a BOM is accepted, as for CSV
                 for lineno, line in enumerate(fh, start=1):
                     if not line.strip():
                         continue
@@ -104,13 +105,28 @@ def _rows(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]]]:
         raise SourceError(f"cannot read manifest {path}: {exc}") from exc
 
 
+# a comma is only a thousands separator in whole groups of three: "1,250.00"; "12,50" is
+# a decimal comma and ambiguous, so it is refused rather than read as 1250
+_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$")
+# above these a value is a data error (a pasted barcode, a unit mix-up), not a product
+NUMBER_LIMITS = {"price": 1e9, "stock": 1e9, "sales": 1e12}
+
+
 def _number(value: Any, column: str, where: str) -> float | None:
+    """A manifest number: plain, finite, not negative and within NUMBER_LIMITS. Anything
+    else stops the run naming the file, row and column (like every manifest problem)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, bool):
         raise SourceError(f"{where}: column {column!r} has {value!r}, not a number")
+    text = str(value).strip() if isinstance(value, str) else None
+    if text is not None and "," in text:
+        if not _THOUSANDS.match(text):
+            raise SourceError(f"{where}: column {column!r} has {value!r}: a decimal comma is ambiguous",
+                              hint="write decimals with a point, like 12.50")
+        text = text.replace(",", "")
     try:
-        number = float(str(value).strip().replace(",", "")) if isinstance(value, str) else float(value)
+        number = float(text) if text is not None else float(value)
     except (TypeError, ValueError):
         raise SourceError(
             f"{where}: column {column!r} has {value!r}, not a number",
@@ -118,6 +134,11 @@ def _number(value: Any, column: str, where: str) -> float | None:
         ) from None
     if math.isnan(number):
         return None
+    if not math.isfinite(number) or number < 0 or number > NUMBER_LIMITS[column]:
+        raise SourceError(
+            f"{where}: column {column!r} has {value!r}, outside 0 to {NUMBER_LIMITS[column]:g}",
+            hint=f"{column} must be a finite number, not negative; leave it empty when unknown",
+        )
     return number
 
 

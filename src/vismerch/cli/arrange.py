@@ -136,6 +136,11 @@ def arrange_cmd(
     from vismerch.merch.layout import arrange_collection
     from vismerch.merch.preview import html_page, lookalike_pairs, mosaic
 
+    if publish_it and not save:
+        from vismerch.errors import UsageError
+
+        raise UsageError("--publish needs --save NAME (only a saved version can be published)",
+                         hint=f"vismerch arrange {store} --collection {collection} --save NAME --publish")
     st = _open(store)
     result = arrange_collection(st, collection, columns=columns, columns_set=columns_set,
                                 mode=mode, weights=weights, backend=backend,

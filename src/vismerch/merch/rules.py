@@ -107,6 +107,10 @@ def add_rule(store: Any, kind: str, *, scope: str | None = None, condition: str 
     validate(rule)
     if scope:
         get_collection(store, scope)
+    if condition and kind in ("boost", "bury", "hide"):  # a typo'd column matches nothing
+        from vismerch.merch.collections import known_fields, product_records
+
+        parse(condition).check_fields(known_fields(product_records(store)))
     with store.transaction() as con:
         cur = con.execute(
             "INSERT INTO rules (kind, scope, condition, product_id, position, factor, oos_policy,"

@@ -162,6 +162,20 @@ def backend_specs(backends: list[str] | tuple[str, ...], options: dict[str, dict
     return tuple(specs)
 
 
+MAX_WORKERS_PER_CORE = 4  # decode is CPU-bound: more processes than this only add memory
+
+
+def check_workers(workers: int) -> int:
+    """Worker processes for ``--workers`` (0 = one per core); negative or absurd counts are
+    refused rather than quietly bent."""
+    cores = os.cpu_count() or 1
+    cap = MAX_WORKERS_PER_CORE * cores
+    if workers < 0 or workers > cap:
+        raise UsageError(f"--workers {workers}: give 0 (one per core) or 1 to {cap} "
+                         f"({MAX_WORKERS_PER_CORE} per core on this machine's {cores})")
+    return workers or cores
+
+
 def _check_cuda(device: str) -> None:
     """Fail before any work when CUDA was asked for and is not there."""
     import torch
@@ -198,7 +212,7 @@ def ingest(
     settings = settings or load_settings()
     overrides = {"workers": workers, "device": device}
     settings = settings.replace(**{k: v for k, v in overrides.items() if v is not None})
-    n_workers = settings.workers or os.cpu_count() or 1
+    n_workers = check_workers(settings.workers)
     if settings.thumb_format not in THUMB_FORMATS:
         raise UsageError(f"thumb_format must be one of {', '.join(THUMB_FORMATS)}, "
                          f"not {settings.thumb_format!r}")
