@@ -426,7 +426,9 @@ def _check_database_file(db_path: Path) -> None:
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(header[28:32], "big")
     valid = header[24:28] == header[92:96]  # SQLite trusts the in-header size only then
-    if valid and pages and pages * page_size > size:
+    wal = db_path.with_name(db_path.name + "-wal")
+    pending = wal.exists() and wal.stat().st_size > 0  # pages not yet checkpointed live there
+    if valid and pages and pages * page_size > size and not pending:
         raise _damaged(db_path, f"truncated: {size:,} bytes of {pages * page_size:,}")
 
 

@@ -149,9 +149,7 @@ def arrange_cmd(
     arr = result.arrangement
     saved = None
     if save:
-        saved = versions.save_version(st, collection, save, result)
-        if publish_it:
-            versions.publish(st, collection, save)
+        saved = versions.save_version(st, collection, save, result, publish=publish_it)
     if preview or html_out:
         tau = float(arr.params["lookalike_cosine"])
         vectors = result.vectors(arr.ids)
@@ -381,11 +379,15 @@ def versions_export(
     fmt: Annotated[str, typer.Option("--format", help="csv or json.")] = "csv",
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="File to write (default: stdout).")] = None,
+    spreadsheet: Annotated[bool, typer.Option(
+        "--spreadsheet-safe/--raw", help=
+            "CSV: prefix cells starting with = + - @ tab or CR with ' so a spreadsheet shows "
+            "them instead of running them; --raw keeps ids byte for byte for machine sync.")] = True,
 ) -> None:
     """Export (position, product id) for syncing to a storefront."""
     from vismerch.merch.versions import export_version
 
-    text = export_version(_open(store), collection, name, fmt, out)
+    text = export_version(_open(store), collection, name, fmt, out, spreadsheet=spreadsheet)
     if out is None:
         sys.stdout.write(text)
     else:

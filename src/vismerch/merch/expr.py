@@ -212,12 +212,21 @@ class Expression:
                 raise err
 
 
+MAX_DEPTH = 64  # brackets and `not`s nested deeper than this are refused (no RecursionError)
+
+
 class _Parser:
     def __init__(self, text: str):
         self.text = text
         self.tokens = tokenize(text)
         self.i = 0
         self.fields: list[tuple[str, int]] = []
+        self.depth = 0
+
+    def _deeper(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self._fail(f"expression nested deeper than {MAX_DEPTH} levels")
 
     @property
     def tok(self) -> Token:
@@ -271,7 +280,9 @@ class _Parser:
     def _not(self) -> Getter:
         if self._is("kw", "not"):
             self._advance()
+            self._deeper()
             inner = self._not()
+            self.depth -= 1
             return lambda r: not _truthy(inner(r))
         return self._compare()
 
@@ -302,10 +313,12 @@ class _Parser:
         t = self.tok
         if t.kind == "op" and t.value == "(":
             self._advance()
+            self._deeper()
             inner = self._or()
             if not self._is("op", ")"):
                 raise self._fail(f"expected ')' to close the '(' at column {t.pos + 1}")
             self._advance()
+            self.depth -= 1
             return inner
         if t.kind == "op" and t.value == "[":
             return self._list()

@@ -36,8 +36,11 @@ def _items_of(result: Any) -> tuple[list[list[str]], dict[str, Any], dict[str, A
 
 
 def save_version(store: Any, collection: str, name: str, result: Any, *,
-                 params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Save an arranged order under ``name`` (unique per collection)."""
+                 params: dict[str, Any] | None = None, publish: bool = False) -> dict[str, Any]:
+    """Save an arranged order under ``name`` (unique per collection); with ``publish``,
+    publish it in the same transaction (a kill leaves both or neither). Saving with
+    ``publish`` again under the name of an unpublished version with the same order
+    finishes an interrupted save-and-publish instead of failing on the name."""
     get_collection(store, collection)
     check_name(name)
     if name == PUBLISHED:
@@ -45,18 +48,31 @@ def save_version(store: Any, collection: str, name: str, result: Any, *,
     items, stored_params, summary = _items_of(result)
     if len({i for i, _ in items}) != len(items):
         raise UsageError("a version cannot list a product twice")
-    if store.db.execute("SELECT 1 FROM arrangement_versions WHERE collection = ? AND name = ?",
-                        (collection, name)).fetchone():
-        raise UsageError(f"{collection} already has a version named {name!r}",
-                         hint="versions are immutable: save under a new name")
+    existing = store.db.execute("SELECT id, items FROM arrangement_versions WHERE collection = ? "
+                                "AND name = ?", (collection, name)).fetchone()
+    if existing is not None:
+        stack = _stack(store, collection)
+        unfinished = (publish and json.loads(existing["items"]) == items
+                      and (not stack or stack[-1] != existing["id"]))
+        if not unfinished:
+            raise UsageError(f"{collection} already has a version named {name!r}",
+                             hint="versions are immutable: save under a new name")
     with store.transaction() as con:
-        cur = con.execute(
-            "INSERT INTO arrangement_versions (collection, name, created_at, params, items, summary)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (collection, name, utc_timestamp(), json.dumps({**stored_params, **(params or {})}, default=str),
-             json.dumps(items), json.dumps(summary, default=str)),
-        )
-    return {"id": int(cur.lastrowid), "collection": collection, "name": name, "size": len(items)}
+        if existing is None:
+            version_id = int(con.execute(
+                "INSERT INTO arrangement_versions (collection, name, created_at, params, items, summary)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (collection, name, utc_timestamp(),
+                 json.dumps({**stored_params, **(params or {})}, default=str),
+                 json.dumps(items), json.dumps(summary, default=str)),
+            ).lastrowid)
+        else:
+            version_id = int(existing["id"])
+        if publish:
+            con.execute("INSERT INTO arrangement_publications (collection, version_id, action, at) "
+                        "VALUES (?, ?, 'publish', ?)", (collection, version_id, utc_timestamp()))
+    return {"id": version_id, "collection": collection, "name": name, "size": len(items),
+            "published": publish}
 
 
 def _stack(store: Any, collection: str) -> list[int]:
@@ -186,19 +202,36 @@ def rollback(store: Any, collection: str, to: str | None = None) -> dict[str, An
     return {"collection": collection, "published": name, "id": target}
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as a formula
+
+
+def spreadsheet_safe(cell: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula, prefixed with ``'`` (OWASP's
+    CSV-injection advice); numbers and other text pass unchanged."""
+    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
+        return "'" + cell
+    return cell
+
+
 def export_version(store: Any, collection: str, name: str = PUBLISHED, fmt: str = "csv",
-                   path: str | Path | None = None) -> str:
+                   path: str | Path | None = None, *, spreadsheet: bool = True) -> str:
     """The ``(position, product id)`` pairs of a version as CSV or JSON text; written to
-    ``path`` too when given."""
+    ``path`` too when given. CSV cells that start like a formula are neutralised unless
+    ``spreadsheet`` is False (a machine sync that needs the ids byte for byte)."""
     fmt = fmt.lower()
     if fmt not in ("csv", "json"):
         raise UsageError(f"unknown export format {fmt!r}", hint="choose csv or json")
     version = get_version(store, collection, name)
     if fmt == "csv":
         buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
+        # a bare CR in an id is not quoted by QUOTE_MINIMAL with "\n" lines, and readers
+        # would split the row there: such a file quotes every cell
+        bare_cr = any("\r" in item["id"] for item in version["items"])
+        writer = csv.writer(buf, lineterminator="\n",
+                            quoting=csv.QUOTE_NONNUMERIC if bare_cr else csv.QUOTE_MINIMAL)
         writer.writerow(["position", "product_id"])
-        writer.writerows((item["position"], item["id"]) for item in version["items"])
+        cell = spreadsheet_safe if spreadsheet else (lambda value: value)
+        writer.writerows((item["position"], cell(item["id"])) for item in version["items"])
         text = buf.getvalue()
     else:
         text = json.dumps({"collection": collection, "version": version["name"],

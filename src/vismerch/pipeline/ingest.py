@@ -9,20 +9,23 @@ same command again plans only what is missing.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import sqlite3
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vismerch.catalog.lock import writer_lock
 from vismerch.catalog.shards import drop_broken_shards, record_shard, remove_orphans
 from vismerch.catalog.sources import ProductRecord, read_source
 from vismerch.catalog.store import THUMB_FORMATS, Store, utc_timestamp, write_description
 from vismerch.config import Settings, load_settings
-from vismerch.errors import JobFailed, UsageError
+from vismerch.errors import JobFailed, StoreError, UsageError
 from vismerch.pipeline.plan import plan_tasks
 from vismerch.pipeline.tasks import BackendSpec, IngestSpec, ItemResult, Task, TaskResult
 
@@ -162,6 +165,10 @@ def backend_specs(backends: list[str] | tuple[str, ...], options: dict[str, dict
     return tuple(specs)
 
 
+def _disk_full(message: str) -> bool:
+    return "No space left on device" in message or "database or disk is full" in message
+
+
 MAX_WORKERS_PER_CORE = 4  # decode is CPU-bound: more processes than this only add memory
 
 
@@ -207,8 +214,6 @@ def ingest(
 
     Raises JobFailed when the source has images but none could be ingested.
     """
-    from vismerch.pipeline.distributors import DISTRIBUTORS
-
     settings = settings or load_settings()
     overrides = {"workers": workers, "device": device}
     settings = settings.replace(**{k: v for k, v in overrides.items() if v is not None})
@@ -224,115 +229,136 @@ def ingest(
     by_id = {r.id: r for r in records}
     store = Store.open(store_path, create=True)
     try:
-        with store.transaction() as con:  # a deleted or damaged shard: re-feature its images
-            repaired = drop_broken_shards(store.path, con)
-        for rel, problem in repaired:
-            log.warning("feature shard %s is %s: its images are featured again", rel, problem)
-        known_shards = {row[0] for row in store.db.execute("SELECT path FROM shards").fetchall()}
-        remove_orphans(store.path, known_shards)
-        if store.db.execute("SELECT 1 FROM colours LIMIT 1").fetchone() is None:
-            # nothing judged yet: this run's workers judge with these rules and settings,
-            # so derive need not re-judge (it does when an older store's key differs)
-            from vismerch.features.describe import describe_key
-            from vismerch.merch.derive import DESCRIBE_KEY
-
-            store.set_meta(DESCRIBE_KEY, describe_key(settings))
-        with store.transaction() as con:
-            run_id = con.execute(
-                "INSERT INTO runs (started_at, source, settings) VALUES (?,?,?)",
-                (utc_timestamp(), str(Path(source).resolve()),
-                 json.dumps(settings.as_dict(), sort_keys=True)),
-            ).lastrowid
-        specs = backend_specs(backends, backend_options)
-        root = Path(source).resolve()
-        plan = plan_tasks(records, store, [b.key for b in specs], settings.task_size,
-                          root=root if root.is_dir() else root.parent,
-                          max_bytes=settings.max_image_bytes)
-        with store.transaction() as con:
-            _update_metadata(con, plan.skipped)
-        unread = [(r, "missing-file", f"{r.image_path} does not exist") for r in plan.missing]
-        unread += [(r, refusal.reason, refusal.message) for r, refusal in plan.refused]
-        if unread:
-            _record_unread(store, unread, run_id)
-
-        spec = IngestSpec(
-            store_path=str(store.path.resolve()),
-            backends=specs,
-            settings=tuple(sorted(settings.as_dict().items())),
-            device=settings.device,
-            run_id=run_id,
-        )
-        own_distributor = distributor is None
-        if own_distributor:
-            # on a GPU: CPU decode workers feed one consumer per device; on CPU: each
-            # worker runs whole tasks
-            kind = "device" if settings.device.startswith("cuda") else "local"
-            distributor = DISTRIBUTORS.get(kind)(workers=min(n_workers, max(1, len(plan.tasks))))
-        phases: Counter = Counter()
-        reasons: Counter = Counter(reason for _, reason, _ in unread)
-        ingested = 0
-        tasks_by_index = {t.index: t for t in plan.tasks}
-        attempts: Counter = Counter()
-        try:
-            with _progress(progress, plan.n_items) as advance:
-                todo = list(plan.tasks)
-                while todo:
-                    retry: list[Task] = []
-                    for result in distributor.run(todo, spec):
-                        task = tasks_by_index[result.index]
-                        if result.error is not None:
-                            attempts[task.index] += 1
-                            if attempts[task.index] < MAX_TASK_ATTEMPTS:
-                                retry.append(task)
-                                continue
-                            result = _failed_task_result(task, result.error)
-                        _commit_task(store, result, by_id, run_id)
-                        phases.update(result.timings)
-                        for item in result.items:
-                            if item.reason is None:
-                                ingested += 1
-                            else:
-                                reasons[item.reason] += 1
-                        advance(len(task.items))
-                    todo = retry
-        finally:
-            if own_distributor:
-                distributor.close()
-
-        if derive:
-            from vismerch.merch.derive import refresh_derived
-
-            t = time.perf_counter()
-            refresh_derived(store, settings)
-            phases["derive"] += time.perf_counter() - t
-
-        seconds = time.perf_counter() - started
-        failed = sum(reasons.values())
-        summary = IngestSummary(
-            store=str(store.path),
-            run_id=run_id,
-            total=len(records),
-            ingested=ingested,
-            skipped=len(plan.skipped),
-            failed=failed,
-            failed_by_reason=dict(sorted(reasons.items())),
-            seconds=round(seconds, 3),
-            images_per_s=round(ingested / seconds, 2) if seconds > 0 else 0.0,
-            phases={k: round(v, 3) for k, v in sorted(phases.items())},
-        )
-        with store.transaction() as con:
-            con.execute(
-                "UPDATE runs SET finished_at = ?, summary = ? WHERE id = ?",
-                (utc_timestamp(), json.dumps(summary.as_dict()), run_id),
-            )
-        if records and ingested == 0 and summary.skipped == 0:
-            raise JobFailed(
-                f"no image could be ingested from {source} ({failed} refused)",
-                hint="see the reasons above: vismerch errors " + str(store.path),
-            )
-        return summary
+        with writer_lock(store.path):
+            return _ingest_locked(store, source, records, by_id, settings, n_workers, backends,
+                                  backend_options, distributor, progress, derive, started)
+    except (OSError, sqlite3.OperationalError) as exc:
+        if not _disk_full(str(exc)) and getattr(exc, "errno", None) != errno.ENOSPC:
+            raise
+        raise StoreError(
+            f"the disk holding {store.path} is full ({exc}); the store stays consistent: every "
+            "task committed so far is whole and nothing half-written is counted",
+            hint="free some space and run the same command again: it resumes where it stopped",
+        ) from exc
     finally:
         store.close()
+
+
+def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_workers: int,
+                   backends, backend_options, distributor, progress: bool, derive: bool,
+                   started: float) -> IngestSummary:
+    """The run itself, under the store's writer lock."""
+    from vismerch.pipeline.distributors import DISTRIBUTORS
+
+    with store.transaction() as con:  # a deleted or damaged shard: re-feature its images
+        repaired = drop_broken_shards(store.path, con)
+    for rel, problem in repaired:
+        log.warning("feature shard %s is %s: its images are featured again", rel, problem)
+    known_shards = {row[0] for row in store.db.execute("SELECT path FROM shards").fetchall()}
+    remove_orphans(store.path, known_shards)
+    if store.db.execute("SELECT 1 FROM colours LIMIT 1").fetchone() is None:
+        # nothing judged yet: this run's workers judge with these rules and settings,
+        # so derive need not re-judge (it does when an older store's key differs)
+        from vismerch.features.describe import describe_key
+        from vismerch.merch.derive import DESCRIBE_KEY
+
+        store.set_meta(DESCRIBE_KEY, describe_key(settings))
+    with store.transaction() as con:
+        run_id = con.execute(
+            "INSERT INTO runs (started_at, source, settings) VALUES (?,?,?)",
+            (utc_timestamp(), str(Path(source).resolve()),
+             json.dumps(settings.as_dict(), sort_keys=True)),
+        ).lastrowid
+    specs = backend_specs(backends, backend_options)
+    root = Path(source).resolve()
+    plan = plan_tasks(records, store, [b.key for b in specs], settings.task_size,
+                      root=root if root.is_dir() else root.parent,
+                      max_bytes=settings.max_image_bytes)
+    with store.transaction() as con:
+        _update_metadata(con, plan.skipped)
+    unread = [(r, "missing-file", f"{r.image_path} does not exist") for r in plan.missing]
+    unread += [(r, refusal.reason, refusal.message) for r, refusal in plan.refused]
+    if unread:
+        _record_unread(store, unread, run_id)
+
+    spec = IngestSpec(
+        store_path=str(store.path.resolve()),
+        backends=specs,
+        settings=tuple(sorted(settings.as_dict().items())),
+        device=settings.device,
+        run_id=run_id,
+    )
+    own_distributor = distributor is None
+    if own_distributor:
+        # on a GPU: CPU decode workers feed one consumer per device; on CPU: each
+        # worker runs whole tasks
+        kind = "device" if settings.device.startswith("cuda") else "local"
+        distributor = DISTRIBUTORS.get(kind)(workers=min(n_workers, max(1, len(plan.tasks))))
+    phases: Counter = Counter()
+    reasons: Counter = Counter(reason for _, reason, _ in unread)
+    ingested = 0
+    tasks_by_index = {t.index: t for t in plan.tasks}
+    attempts: Counter = Counter()
+    try:
+        with _progress(progress, plan.n_items) as advance:
+            todo = list(plan.tasks)
+            while todo:
+                retry: list[Task] = []
+                for result in distributor.run(todo, spec):
+                    task = tasks_by_index[result.index]
+                    if result.error is not None:
+                        if _disk_full(result.error):  # retrying or recording would not help
+                            raise OSError(errno.ENOSPC, result.error.splitlines()[0])
+                        attempts[task.index] += 1
+                        if attempts[task.index] < MAX_TASK_ATTEMPTS:
+                            retry.append(task)
+                            continue
+                        result = _failed_task_result(task, result.error)
+                    _commit_task(store, result, by_id, run_id)
+                    phases.update(result.timings)
+                    for item in result.items:
+                        if item.reason is None:
+                            ingested += 1
+                        else:
+                            reasons[item.reason] += 1
+                    advance(len(task.items))
+                todo = retry
+    finally:
+        if own_distributor:
+            distributor.close()
+
+    if derive:
+        from vismerch.merch.derive import refresh_derived
+
+        t = time.perf_counter()
+        refresh_derived(store, settings)
+        phases["derive"] += time.perf_counter() - t
+
+    seconds = time.perf_counter() - started
+    failed = sum(reasons.values())
+    summary = IngestSummary(
+        store=str(store.path),
+        run_id=run_id,
+        total=len(records),
+        ingested=ingested,
+        skipped=len(plan.skipped),
+        failed=failed,
+        failed_by_reason=dict(sorted(reasons.items())),
+        seconds=round(seconds, 3),
+        images_per_s=round(ingested / seconds, 2) if seconds > 0 else 0.0,
+        phases={k: round(v, 3) for k, v in sorted(phases.items())},
+    )
+    with store.transaction() as con:
+        con.execute(
+            "UPDATE runs SET finished_at = ?, summary = ? WHERE id = ?",
+            (utc_timestamp(), json.dumps(summary.as_dict()), run_id),
+        )
+    if records and ingested == 0 and summary.skipped == 0:
+        raise JobFailed(
+            f"no image could be ingested from {source} ({failed} refused)",
+            hint="see the reasons above: vismerch errors " + str(store.path),
+        )
+    return summary
 
 
 class _progress:

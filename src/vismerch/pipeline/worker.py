@@ -4,6 +4,9 @@ result for the driver to retry or record."""
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 import traceback
 from typing import Any
 
@@ -13,8 +16,30 @@ from vismerch.pipeline.tasks import IngestSpec, Task, TaskResult
 _BACKENDS: dict[tuple, dict[str, Any]] = {}
 
 
+PARENT_POLL_S = 1.0
+_watching = False
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A worker whose parent died (kill -9 of ``vismerch ingest``) exits within a second
+    instead of running on with nobody to commit its work."""
+    while True:
+        time.sleep(PARENT_POLL_S)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
 def init_worker(threads: int = 1) -> None:
-    """Process initialiser: one torch thread per worker so N workers use N cores."""
+    """Process initialiser: one torch thread per worker so N workers use N cores, and a
+    watcher that ends the worker when its parent is gone."""
+    global _watching
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()  # its real pid, even if it died already
+    if parent is not None and not _watching:  # first, before the slow torch import
+        _watching = True
+        threading.Thread(target=_exit_with_parent, args=(parent.pid,), daemon=True,
+                         name="vismerch-parent-watch").start()
     import torch
 
     torch.set_num_threads(max(1, threads))
