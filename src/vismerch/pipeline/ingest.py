@@ -173,6 +173,20 @@ def _check_cuda(device: str) -> None:
         raise UsageError(f"--device {device}: this machine has {torch.cuda.device_count()} GPU(s)")
 
 
+def _make_distributor(settings: Settings, n_workers: int, n_tasks: int):
+    """The distributor the settings name; ``auto``: on a GPU, CPU decode workers feed one
+    consumer per device, on CPU each worker runs whole tasks."""
+    from vismerch.pipeline.distributors import DISTRIBUTORS
+
+    kind = settings.distributor
+    if kind == "auto":
+        kind = "device" if settings.device.startswith("cuda") else "local"
+    factory = DISTRIBUTORS.get(kind)
+    if kind == "ray":  # the cluster's CPUs, not this machine's, unless workers is set
+        return factory(workers=settings.workers, address=settings.ray_address)
+    return factory(workers=min(n_workers, max(1, n_tasks)))
+
+
 def ingest(
     source: str | os.PathLike,
     store_path: str | os.PathLike,
@@ -190,8 +204,6 @@ def ingest(
 
     Raises JobFailed when the source has images but none could be ingested.
     """
-    from vismerch.pipeline.distributors import DISTRIBUTORS
-
     settings = settings or load_settings()
     overrides = {"workers": workers, "device": device}
     settings = settings.replace(**{k: v for k, v in overrides.items() if v is not None})
@@ -238,10 +250,7 @@ def ingest(
         )
         own_distributor = distributor is None
         if own_distributor:
-            # on a GPU: CPU decode workers feed one consumer per device; on CPU: each
-            # worker runs whole tasks
-            kind = "device" if settings.device.startswith("cuda") else "local"
-            distributor = DISTRIBUTORS.get(kind)(workers=min(n_workers, max(1, len(plan.tasks))))
+            distributor = _make_distributor(settings, n_workers, len(plan.tasks))
         phases: Counter = Counter()
         reasons: Counter = Counter({"missing-file": len(plan.missing)} if plan.missing else {})
         ingested = 0
