@@ -171,3 +171,23 @@ def test_without_ray_installed_the_error_says_how_to_install_it(monkeypatch, tmp
         ingest(cat.manifest_path, tmp_path / "store", progress=False,
                settings=_settings(distributor="ray"))
     assert "vismerch[ray]" in err.value.hint
+
+
+def test_neural_backends_run_in_encoder_actors_and_match_the_local_run(cluster, tmp_path):
+    """Decode tasks hand pixels to an encoder actor (one model load) through the object store;
+    its CLIP vectors are the local run's."""
+    import numpy as np
+
+    from vismerch.testing.models import save_tiny_clip
+
+    model = save_tiny_clip(tmp_path / "clip")
+    cat = generate_catalog(tmp_path / "cat", n=12, seed=4, duplicates=False)
+    options = {"clip": {"model": str(model), "precision": "fp32"}}
+    for name, extra in (("local", {}), ("ray", {"distributor": "ray"})):
+        ingest(cat.manifest_path, tmp_path / name, backends=["clip"], backend_options=options,
+               settings=_settings(**extra), workers=1, progress=False)
+    with Store.open(tmp_path / "local") as a, Store.open(tmp_path / "ray") as b:
+        one, two = a.load_features("clip"), b.load_features("clip")
+        assert one.ids == two.ids and len(one.ids) > 0
+        np.testing.assert_allclose(one.vectors, two.vectors, atol=2e-3)
+    assert _tags_json(tmp_path / "ray") == _tags_json(tmp_path / "local")
