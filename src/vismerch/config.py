@@ -36,6 +36,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("task_size", int, 256, "Images per task (one Parquet shard per task and backend)."),
     Setting("workers", int, 0, "Worker processes for decode and features; 0 means one per CPU core."),
     Setting("device", str, "cpu", "Torch device for feature extraction: cpu, cuda or cuda:N."),
+    Setting("distributor", str, "auto", "Where ingest tasks run: auto (worker processes on this machine; on CUDA, decode workers feeding one consumer per GPU), local, device, or ray (a Ray cluster: tasks decode, one encoder actor per GPU; needs vismerch[ray], see docs/multinode.md)."),
+    Setting("ray_address", str, "local", "Ray cluster for distributor ray: local starts a Ray runtime on this machine for the run; auto joins the cluster this machine belongs to (`ray start`); HOST:PORT joins that head node."),
     # quality thresholds (each flag is reported with its measured value)
     Setting("quality_min_side", int, 500, "Flag low-resolution when the shorter side is below this many pixels."),
     Setting("quality_max_aspect", float, 2.5, "Flag extreme aspect ratio when long/short side exceeds this."),

@@ -224,3 +224,23 @@ def test_cpu_decode_rate_from_the_ingest_benchmark_needs_no_gpu(tmp_path, catalo
     after = make_plan(model="vit-b-16", calibration=cal, **kw).options[0]
     assert before.bound == after.bound == "decode"
     assert after.hours == pytest.approx(before.hours * 150.0 / 450.0, rel=1e-3)
+
+
+def test_scaling_efficiency_from_a_ray_ingest_run_slows_the_data_parallel_plan(tmp_path, catalog):
+    """benchmarks/ray_ingest.py's dp_scaling record: 2 workers at 80% is an Amdahl serial share
+    of 0.25, so n GPUs take (0.25 + 0.75/n) of one GPU's time, and a deadline needs more GPUs."""
+    bench = _write(tmp_path, {
+        "schema": "vismerch.bench/1", "date": "2026-12-03",
+        "results": [{"kernel": "dp_scaling", "workers": 2, "images_per_s": 64.0,
+                     "baseline_images_per_s": 40.0}],
+    })
+    a = Assumptions({})
+    cal = load_calibration([bench], catalog, a)
+    assert cal.dp_serial[0] == pytest.approx(0.25)
+    kw = dict(images="50M", gpus=["h100"], assumptions=a, catalog=catalog, deadline="3h")
+    before = make_plan(model="vit-b-16", **kw).options[0]
+    after = make_plan(model="vit-b-16", calibration=cal, **kw).options[0]
+    one_gpu_h = before.hours * before.gpus  # linear before calibration
+    assert after.hours == pytest.approx(one_gpu_h * (0.25 + 0.75 / after.gpus), rel=1e-3)
+    assert after.gpus > before.gpus and after.hours <= 3
+    assert make_plan(model="vit-b-16", calibration=cal, **kw).assumptions.dp_serial_fraction == 0.25

@@ -27,13 +27,21 @@ def ingest_cmd(
     precision: Annotated[str, typer.Option(help="auto|fp32|bf16|fp16|fp8|fp4 for neural backends.")] = "auto",
     compile: Annotated[bool, typer.Option("--compile", help="torch.compile the neural encoder.")] = False,
     config: Annotated[Path | None, typer.Option(help="Settings TOML file.")] = None,
+    distributor: Annotated[
+        str | None, typer.Option(help="auto, local, device or ray (setting: distributor).")
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="With --distributor ray: local, auto or HOST:PORT (setting: ray_address)."),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Ingest a catalog into a store: incremental, resumable, safe on bad files."""
     from vismerch.config import load_settings
     from vismerch.pipeline.ingest import ingest
 
-    settings = load_settings(toml_path=config)
+    settings = load_settings(toml_path=config,
+                             overrides={"distributor": distributor, "ray_address": ray_address})
     neural = {"model": model, "revision": revision, "precision": precision, "compile": compile or None}
     options = {b: neural for b in backend if b in ("clip", "siglip", "openclip")}
     summary = ingest(

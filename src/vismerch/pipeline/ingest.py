@@ -197,6 +197,20 @@ def _check_cuda(device: str) -> None:
         raise UsageError(f"--device {device}: this machine has {torch.cuda.device_count()} GPU(s)")
 
 
+def _make_distributor(settings: Settings, n_workers: int, n_tasks: int):
+    """The distributor the settings name; ``auto``: on a GPU, CPU decode workers feed one
+    consumer per device, on CPU each worker runs whole tasks."""
+    from vismerch.pipeline.distributors import DISTRIBUTORS
+
+    kind = settings.distributor
+    if kind == "auto":
+        kind = "device" if settings.device.startswith("cuda") else "local"
+    factory = DISTRIBUTORS.get(kind)
+    if kind == "ray":  # the cluster's CPUs, not this machine's, unless workers is set
+        return factory(workers=settings.workers, address=settings.ray_address)
+    return factory(workers=min(n_workers, max(1, n_tasks)))
+
+
 def ingest(
     source: str | os.PathLike,
     store_path: str | os.PathLike,
@@ -248,8 +262,6 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
                    backends, backend_options, distributor, progress: bool, derive: bool,
                    started: float) -> IngestSummary:
     """The run itself, under the store's writer lock."""
-    from vismerch.pipeline.distributors import DISTRIBUTORS
-
     with store.transaction() as con:  # a deleted or damaged shard: re-feature its images
         repaired = drop_broken_shards(store.path, con)
     for rel, problem in repaired:
@@ -290,10 +302,7 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
     )
     own_distributor = distributor is None
     if own_distributor:
-        # on a GPU: CPU decode workers feed one consumer per device; on CPU: each
-        # worker runs whole tasks
-        kind = "device" if settings.device.startswith("cuda") else "local"
-        distributor = DISTRIBUTORS.get(kind)(workers=min(n_workers, max(1, len(plan.tasks))))
+        distributor = _make_distributor(settings, n_workers, len(plan.tasks))
     phases: Counter = Counter()
     reasons: Counter = Counter(reason for _, reason, _ in unread)
     ingested = 0

@@ -53,6 +53,10 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
     Assumption("cpu_cores_per_gpu", 12.0, "cores",
                "DGX H100/B200 nodes have 112 cores for 8 GPUs (14 each); keep ~2 per GPU for "
                "the feeder process and the OS."),
+    Assumption("dp_serial_fraction", 0.0, "of one worker's time",
+               "Data-parallel ingest/embedding keeps one driver that plans and commits every "
+               "result: Amdahl's serial share, efficiency(n) = 1 / (n*s + 1 - s). 0 is linear "
+               "scaling; calibrate it from benchmarks/ray_ingest.py (a 'dp_scaling' result)."),
     # --- workload shape ---
     Assumption("embed_batch", 256.0, "images", "Inference batch per GPU (reduced if it does not fit)."),
     Assumption("global_batch", 1024.0, "images",
@@ -94,7 +98,7 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
 
 _BY_NAME = {a.name: a for a in ASSUMPTIONS}
 _FRACTIONS = {"overlap", "utilisation", "usable_memory", "scan_fraction"}
-_SHARES = {"residual_fraction", "idle_power_fraction"}  # may be zero
+_SHARES = {"residual_fraction", "idle_power_fraction", "dp_serial_fraction"}  # may be zero
 _POSITIVE = {"years", "embed_batch", "global_batch", "query_batch", "vector_bytes", "max_gpus",
              "pue", "host_power_factor", "act_bytes", "rent_multiplier"}
 

@@ -8,7 +8,8 @@ Reads the JSON that ``benchmarks/gpu.py`` writes (schema ``vismerch.bench/1``)::
        {"kernel": "matmul", "precision": "bf16", "tflops": 720},
        {"kernel": "scan", "gb_per_s": 4100},
        {"kernel": "allreduce", "gpus": 8, "busbw_gb_per_s": 360},
-       {"kernel": "decode", "images_per_s_per_core": 180}]}
+       {"kernel": "decode", "images_per_s_per_core": 180},
+       {"kernel": "dp_scaling", "workers": 2, "efficiency": 0.93}]}
 
 It is tolerant: a list of such documents, ``runs`` instead of ``results``, ``bfloat16`` for
 ``bf16``, ``img_per_s``/``throughput`` for ``images_per_s`` all work; entries it cannot use are
@@ -21,7 +22,9 @@ benchmark sweeps batch sizes and a plan runs at the best one):
   other models: compute_eff = FLOPs / (peak x measured time) when compute limits it,
   else memory_eff = bytes / (bandwidth x measured time);
 - matmul TFLOPS -> compute_eff (an upper bound for whole models) where no model was measured;
-- scan/copy GB/s -> memory_eff; all-reduce bus bandwidth -> comm_eff; decode -> decode_per_core.
+- scan/copy GB/s -> memory_eff; all-reduce bus bandwidth -> comm_eff; decode -> decode_per_core;
+- data-parallel scaling of an ingest run (benchmarks/ray_ingest.py) -> dp_serial_fraction, the
+  Amdahl share that gives the measured efficiency at the largest worker count measured.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from typing import Any
 from vismerch.errors import UsageError
 from vismerch.plan.assumptions import Assumptions
 from vismerch.plan.hardware import Catalog
-from vismerch.plan.parallel import WEIGHT_BYTES, activation_bytes, ring_link
+from vismerch.plan.parallel import WEIGHT_BYTES, activation_bytes, ring_link, serial_from_efficiency
 from vismerch.plan.roofline import PEAK_KEY, Efficiency
 from vismerch.plan.workloads import PRESETS, ViTConfig, get_model
 
@@ -49,6 +52,7 @@ _MEMORY_KERNELS = {"scan", "copy", "triad", "stream", "memcpy", "bandwidth", "hb
 _MATMUL_KERNELS = {"matmul", "gemm", "mm"}
 _COMM_KERNELS = {"allreduce", "all_reduce", "all-reduce", "nccl"}
 _DECODE_KERNELS = {"decode", "jpeg_decode", "jpeg"}
+_SCALING_KERNELS = {"dp_scaling", "scaling", "ray_ingest"}
 
 
 def _first(entry: dict, *keys: str) -> float | None:
@@ -68,6 +72,8 @@ class Calibration:
     comm: dict[str, tuple[float, str]] = field(default_factory=dict)
     throughput: dict[tuple[str, str, str], tuple[float, str]] = field(default_factory=dict)
     decode_per_core: float | None = None
+    # (serial fraction, workers it was measured at, source) from a scaling run
+    dp_serial: tuple[float, int, str] | None = None
     notes: list[str] = field(default_factory=list)
 
     def efficiency(self, gpu: str, precision: str, a: Assumptions) -> Efficiency:
@@ -104,6 +110,9 @@ class Calibration:
         out: dict[str, Any] = {"factors": rows, "notes": list(self.notes)}
         if self.decode_per_core:
             out["decode_per_core"] = self.decode_per_core
+        if self.dp_serial:
+            out["dp_serial_fraction"] = {"value": round(self.dp_serial[0], 4),
+                                         "workers": self.dp_serial[1], "from": self.dp_serial[2]}
         return out
 
 
@@ -137,7 +146,7 @@ def load_calibration(
             _read_doc(doc, str(path), catalog, a, cal, decode)
     if decode:
         cal.decode_per_core = max(decode)
-    if not (cal.compute or cal.kernel_compute or cal.memory or cal.comm or decode):
+    if not (cal.compute or cal.kernel_compute or cal.memory or cal.comm or decode or cal.dp_serial):
         cal.notes.append("no usable measurements found; defaults kept")
     return cal
 
@@ -165,6 +174,11 @@ def _read_doc(doc: dict, path: str, catalog: Catalog, a: Assumptions, cal: Calib
             if why:
                 cal.notes.append(f"{path}: result {i}: {why}")
             continue
+        if str(entry.get("kernel", "")).lower() in _SCALING_KERNELS:  # CPU workers: no GPU needed
+            why = _read_scaling(entry, stamp, cal)
+            if why:
+                cal.notes.append(f"{path}: result {i}: {why}")
+            continue
         gpu_key = _gpu_key(entry, catalog) or doc_gpu
         if gpu_key is None:
             cal.notes.append(f"{path}: result {i}: GPU {doc.get('device') or doc.get('gpu')!r} "
@@ -183,6 +197,23 @@ def _read_decode(entry: dict, decode: list[float]) -> str | None:
     if not per_core:
         return "decode without images_per_s_per_core"
     decode.append(per_core)
+    return None
+
+
+def _read_scaling(entry: dict, stamp: str, cal: Calibration) -> str | None:
+    """A measured data-parallel scaling efficiency; the largest worker count wins (it says the
+    most about the serial share). Returns why it was skipped, or None."""
+    workers = entry.get("workers")
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 2:
+        return "dp_scaling needs workers >= 2"
+    eff = _first(entry, "efficiency")
+    if eff is None and _first(entry, "images_per_s") and _first(entry, "baseline_images_per_s"):
+        eff = entry["images_per_s"] / (workers * entry["baseline_images_per_s"])
+    if not eff:
+        return "dp_scaling without efficiency (or images_per_s and baseline_images_per_s)"
+    serial = serial_from_efficiency(workers, min(eff, 1.0))
+    if cal.dp_serial is None or workers > cal.dp_serial[1]:
+        cal.dp_serial = (serial, workers, f"{workers} workers at {eff:.0%} efficiency, {stamp}")
     return None
 
 

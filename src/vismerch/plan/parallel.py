@@ -50,6 +50,17 @@ def ring_link(gpu: GPU, n: int) -> tuple[float, str]:
     return gpu.scaleout_bytes_per_s, "network"
 
 
+def amdahl_efficiency(n: float, serial: float) -> float:
+    """Scaling efficiency speedup(n)/n with a serial share ``serial`` (Amdahl, 1967):
+    speedup = 1 / (serial + (1 - serial) / n)."""
+    return 1.0 / (n * serial + 1.0 - serial)
+
+
+def serial_from_efficiency(n: int, efficiency: float) -> float:
+    """The Amdahl serial share that gives ``efficiency`` at ``n`` workers (n >= 2)."""
+    return max(0.0, (1.0 / efficiency - 1.0) / (n - 1))
+
+
 def pipeline_bubble(p: int, m: int, v: int = 1) -> float:
     """Idle fraction of a pipeline step: (p-1) / (v*m + p-1)."""
     if p < 1 or m < 1 or v < 1:

@@ -165,12 +165,19 @@ def efficiency_for(gpu: GPU, precision: str, a: Assumptions, cal: Calibration | 
 
 
 def _gpus_for(seconds_on_one: float, deadline_s: float | None, step: int, a: Assumptions,
-              gpu: GPU, whole_nodes: bool) -> tuple[int, bool]:
-    n = step if deadline_s is None else max(step, math.ceil(seconds_on_one / deadline_s - 1e-9))
+              gpu: GPU, whole_nodes: bool, serial: float = 0.0) -> tuple[int, bool]:
+    """GPUs that meet the deadline when n of them take seconds_on_one * (serial + (1-serial)/n)."""
+    cap = int(a.max_gpus)
+    if deadline_s is None:
+        n = step
+    else:
+        room = deadline_s / seconds_on_one - serial
+        if room <= 0:  # the serial share alone outlasts the deadline
+            return cap // step * step or step, False
+        n = max(step, math.ceil((1 - serial) / room - 1e-9))
     n = math.ceil(n / step) * step
     if whole_nodes:
         n = math.ceil(n / gpu.gpus_per_node) * gpu.gpus_per_node
-    cap = int(a.max_gpus)
     return (n, True) if n <= cap else (cap // step * step or step, False)
 
 
@@ -202,9 +209,15 @@ def _embed(w: Workload, gpu: GPU, prec: str, eff: Efficiency, a: Assumptions,
         notes.append(f"GPU alone could do {gpu_rate:,.0f} images/s; {a.cpu_cores_per_gpu:g} cores "
                      f"decode {decode:,.0f}: add cores, pre-resize images or decode on GPU")
     gpu_s = w.images / rate
-    n, ok = _gpus_for(gpu_s, deadline_s, t, a, gpu, whole_nodes)
+    serial = a.dp_serial_fraction
+    n, ok = _gpus_for(gpu_s, deadline_s, t, a, gpu, whole_nodes, serial)
     strat = parallel.recommend(model, gpu, prec, n, a, training=False)
-    return _option(gpu, prec, n, gpu_s / n, rate, bound, strat, ok, eff, a, w, notes, t)
+    dp_eff = parallel.amdahl_efficiency(n / t, serial)
+    if serial > 0:
+        notes.append(f"data-parallel efficiency {dp_eff:.0%} at {n // t} replicas "
+                     f"(serial share {serial:.3f})")
+    return _option(gpu, prec, n, gpu_s / (n * dp_eff), rate * dp_eff, bound, strat, ok, eff, a,
+                   w, notes, t)
 
 
 def _finetune(w: Workload, gpu: GPU, prec: str, eff: Efficiency, a: Assumptions,
@@ -344,6 +357,9 @@ def make_plan(
         if calibration.decode_per_core and not a.is_overridden("decode_per_core"):
             a = a.replace(why="measured by the calibration benchmark",
                           decode_per_core=calibration.decode_per_core)
+        if calibration.dp_serial and not a.is_overridden("dp_serial_fraction"):
+            a = a.replace(why=f"measured: {calibration.dp_serial[2]}",
+                          dp_serial_fraction=calibration.dp_serial[0])
     w = build_workload(workload, model=model, images=images, epochs=epochs, vectors=vectors,
                        dim=dim, queries=queries, a=a)
     deadline_s = None if deadline in (None, "") else parse_duration(deadline)

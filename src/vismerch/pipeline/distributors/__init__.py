@@ -1,6 +1,6 @@
 """Distributors decide only *where* ``run_task`` runs: in-process, a local process pool,
-or CPU decode workers feeding one consumer per GPU (a Ray distributor will run the same
-stages). They yield TaskResults in completion order and never interpret them."""
+CPU decode workers feeding one consumer per GPU, or a Ray cluster running the same
+stages. They yield TaskResults in completion order and never interpret them."""
 
 from __future__ import annotations
 
@@ -32,5 +32,12 @@ def _device(workers: int = 1, devices: list[str] | None = None, **_):
     return DeviceDistributor(workers=workers, devices=devices)
 
 
+def _ray(workers: int = 0, address: str = "local", **_):
+    from vismerch.pipeline.distributors.ray_cluster import RayDistributor
+
+    return RayDistributor(address=address, workers=workers)
+
+
 DISTRIBUTORS.register("local", _local)
 DISTRIBUTORS.register("device", _device)
+DISTRIBUTORS.register("ray", _ray)
