@@ -130,3 +130,31 @@ def test_rerun_is_incremental_and_siglip_adds_its_own_vectors(store, catalog, mo
     fp = json.loads(Store.open(store).fingerprints("siglip")[0])
     assert fp["precision"] == "bf16"
     assert _run(["search", str(store), "black boots", "-k", "2", "--json"])
+
+
+def test_the_model_folder_is_what_clipmodel_and_clipprocessor_save(models):
+    """The fixture above ingests, searches and tags with a folder written by
+    CLIPModel.save_pretrained + CLIPProcessor.save_pretrained of the installed transformers
+    (5.x: processor_config.json with the image processor nested, no preprocessor_config)."""
+    import transformers
+
+    files = {p.name for p in models["clip"].iterdir()}
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= files
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        assert "processor_config.json" in files and "preprocessor_config.json" not in files
+
+
+def test_a_model_that_cannot_load_stops_the_cli_run_once(catalog, models, tmp_path, capsys):
+    import shutil
+
+    from vismerch.cli import main
+
+    broken = shutil.copytree(models["clip"], tmp_path / "broken")
+    for name in ("processor_config.json", "preprocessor_config.json"):
+        (broken / name).unlink(missing_ok=True)
+    rc = main(["ingest", str(catalog.manifest_path), "--store", str(tmp_path / "s"),
+               "--backend", "clip", "--model", str(broken), "--workers", "1"])
+    err = " ".join(capsys.readouterr().err.split())  # rich folds long lines
+    assert rc == 1
+    assert err.count("cannot load model") == 1 and "hint:" in err
+    assert not (tmp_path / "s").exists()

@@ -18,6 +18,7 @@ from vismerch.errors import UsageError, VismerchError
 from vismerch.features.base import FeatureBackend, create_backend
 from vismerch.features.neural import (
     Preprocess,
+    _image_processor_config,
     _split_ref,
     backend_from_fingerprint,
     build_backend,
@@ -161,7 +162,7 @@ def test_preprocessing_matches_the_models_own_image_processor(kind, models, requ
     from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
     from transformers.models.siglip.image_processing_pil_siglip import SiglipImageProcessorPil
 
-    cfg = json.loads((models[kind] / "preprocessor_config.json").read_text())
+    cfg = dict(_image_processor_config(str(models[kind]), None))
     cfg.pop("image_processor_type")
     processor = (CLIPImageProcessorPil if kind == "clip" else SiglipImageProcessorPil)(**cfg)
     batch = images(4, 80, 60)

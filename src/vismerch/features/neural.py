@@ -259,8 +259,35 @@ def _load_failed(ref: str, exc: Exception) -> VismerchError:
     )
 
 
-def _load_hf(kind: str, model: str, revision: str | None, device: torch.device) -> Loaded:
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                "pytorch_model.bin.index.json")
+
+
+@dataclass
+class _HFParts:
+    """Everything of a transformers model but its weights (cheap to resolve)."""
+
+    ref: str
+    local: bool
+    tokenizer: Any
+    preprocess: Preprocess
+    pinned: str | None
+
+
+def _image_processor_config(ref: str, revision: str | None) -> dict[str, Any]:
+    """The image-processor settings in either layout: ``preprocessor_config.json``, or
+    ``processor_config.json`` with a nested ``image_processor`` (what transformers 5's
+    ``Processor.save_pretrained`` writes). transformers' own resolver reads both."""
+    from transformers.image_processing_base import ImageProcessingMixin
+
+    config, _ = ImageProcessingMixin.get_image_processor_dict(ref, revision=revision)
+    return config
+
+
+def _resolve_hf(kind: str, model: str, revision: str | None) -> _HFParts:
+    """Config, model type, tokenizer and image processor of ``model``; raises a
+    VismerchError naming what is missing and how to fix it."""
+    from transformers import AutoConfig, AutoTokenizer
     from transformers.utils import cached_file
 
     ref, local = _split_ref(model)
@@ -273,10 +300,13 @@ def _load_hf(kind: str, model: str, revision: str | None, device: torch.device) 
             f"model {ref!r} is a {config.model_type!r} model, not {kind}",
             hint=f"use --backend {config.model_type} if vismerch supports it, or another model",
         )
+    if local and not any((Path(ref) / name).is_file() for name in WEIGHT_FILES):
+        raise VismerchError(
+            f"cannot load model {ref!r}: the folder has no weights ({' or '.join(WEIGHT_FILES[::2])})",
+            hint="save the model into it with model.save_pretrained(folder)",
+        )
     try:
-        module = AutoModel.from_pretrained(ref, revision=revision, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(ref, revision=revision)
-        proc_path = cached_file(ref, "preprocessor_config.json", revision=revision)
     except ImportError as exc:  # e.g. SiglipTokenizer needs sentencepiece
         raise VismerchError(
             f"model {ref!r} needs a package that is not installed: {exc}",
@@ -284,12 +314,53 @@ def _load_hf(kind: str, model: str, revision: str | None, device: torch.device) 
         ) from exc
     except (OSError, ValueError) as exc:
         raise _load_failed(ref, exc) from exc
-    preprocess = Preprocess.from_hf(json.loads(Path(proc_path).read_text()))
+    try:
+        preprocess = Preprocess.from_hf(_image_processor_config(ref, revision))
+    except (OSError, ValueError) as exc:
+        raise VismerchError(
+            f"cannot load model {ref!r}: no image-processor config (neither preprocessor_config.json "
+            "nor processor_config.json with an image_processor)",
+            hint="save the model's processor into the folder: "
+            "AutoProcessor.from_pretrained(ORIGINAL).save_pretrained(folder)",
+        ) from exc
     if local:
         pinned = folder_digest(ref)
     else:
-        match = re.search(r"snapshots/([0-9a-f]{40})/", str(proc_path))
+        config_path = cached_file(ref, "config.json", revision=revision)
+        match = re.search(r"snapshots/([0-9a-f]{40})/", str(config_path))
         pinned = match.group(1) if match else revision
+    return _HFParts(ref, local, tokenizer, preprocess, pinned)
+
+
+def check_model(kind: str, model: str | None = None, revision: str | None = None) -> None:
+    """Fail fast, before an ingest starts any task, when ``model`` cannot be loaded for
+    ``kind``: everything but the weights themselves is resolved (and local weights must
+    exist), so a bad folder or id is one clear error instead of one per image."""
+    if kind not in DEFAULT_MODELS:
+        raise UsageError(f"unknown neural backend {kind!r}", hint="choose clip, siglip or openclip")
+    model = model or DEFAULT_MODELS[kind]
+    if kind == "openclip":
+        try:
+            import open_clip  # noqa: F401
+        except ImportError as exc:
+            raise UsageError("the openclip backend needs open_clip",
+                             hint="install vismerch[openclip]") from exc
+        if model.startswith("local-dir:") and not Path(_split_ref(model)[0]).is_dir():
+            raise VismerchError(f"cannot load model {model!r}: no such folder",
+                                hint="pass local-dir:PATH of a folder open_clip saved")
+        return
+    _resolve_hf(kind, model, revision)
+
+
+def _load_hf(kind: str, model: str, revision: str | None, device: torch.device) -> Loaded:
+    from transformers import AutoModel
+
+    parts = _resolve_hf(kind, model, revision)
+    ref, tokenizer, preprocess, pinned = parts.ref, parts.tokenizer, parts.preprocess, parts.pinned
+    try:
+        module = AutoModel.from_pretrained(ref, revision=revision, dtype=torch.float32)
+    except (OSError, ValueError) as exc:
+        raise _load_failed(ref, exc) from exc
     module = module.eval().to(device)
     text_cfg = module.config.text_config
     max_len = int(getattr(text_cfg, "max_position_embeddings", 77))
@@ -575,6 +646,7 @@ __all__ = [
     "build_backend",
     "calibration_images",
     "backend_from_fingerprint",
+    "check_model",
     "folder_digest",
     "vit_flops",
 ]

@@ -183,6 +183,18 @@ def check_workers(workers: int) -> int:
     return workers or cores
 
 
+def _check_models(specs: tuple[BackendSpec, ...]) -> None:
+    """A neural model that cannot load stops the run here, once, with the reason and a
+    hint, before the store is touched or any task starts (a worker that failed to load it
+    would refuse every image with the same error)."""
+    for spec in specs:
+        if spec.name in ("clip", "siglip", "openclip"):
+            from vismerch.features.neural import check_model
+
+            options = spec.kwargs()
+            check_model(spec.name, options.get("model"), options.get("revision"))
+
+
 def _check_cuda(device: str) -> None:
     """Fail before any work when CUDA was asked for and is not there."""
     import torch
@@ -238,6 +250,7 @@ def ingest(
     if settings.device.startswith("cuda"):
         _check_cuda(settings.device)
     started = time.perf_counter()
+    _check_models(backend_specs(backends, backend_options))
 
     records = read_source(source)
     by_id = {r.id: r for r in records}

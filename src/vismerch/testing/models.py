@@ -56,8 +56,23 @@ def siglip_tokenizer(max_length: int = 64):
     )
 
 
-def _write_json(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+LAYOUTS = ("processor", "image-processor")
+
+
+def _save_processor(folder: Path, processor_cls: Any, image_processor: Any, tokenizer: Any,
+                    layout: str) -> None:
+    """Save tokenizer and image processor the way a user would, with the installed
+    transformers deciding the files. ``processor``: ``Processor.save_pretrained`` (5.x
+    writes ``processor_config.json`` with the image processor nested, 4.x wrote
+    ``preprocessor_config.json``); ``image-processor``: each part's own save_pretrained,
+    which writes ``preprocessor_config.json`` (the layout of most hub repositories)."""
+    if layout == "processor":
+        processor_cls(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
+    elif layout == "image-processor":
+        image_processor.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+    else:
+        raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
 
 
 # real CLIP architectures (vision tower as published; text tower of the OpenAI models)
@@ -79,11 +94,16 @@ CLIP_ARCHS: dict[str, dict[str, int]] = {
 
 
 def save_random_clip(
-    folder: str | Path, arch: str = "tiny", seed: int = 0, image_size: int | None = None
+    folder: str | Path,
+    arch: str = "tiny",
+    seed: int = 0,
+    image_size: int | None = None,
+    layout: str = "processor",
 ) -> Path:
     """Save a random-initialised ``CLIPModel`` of a named architecture (``CLIP_ARCHS``)
-    with its tokenizer and image-processor config, ready for ``from_pretrained``."""
-    from transformers import CLIPConfig, CLIPModel
+    with its tokenizer and image processor, ready for ``from_pretrained`` (``layout``:
+    see ``_save_processor``)."""
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
 
     a = CLIP_ARCHS[arch]
     folder = Path(folder)
@@ -115,35 +135,35 @@ def save_random_clip(
     )
     torch.manual_seed(seed)
     CLIPModel(config).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    _write_json(
-        folder / "preprocessor_config.json",
-        {
-            "image_processor_type": "CLIPImageProcessor",
-            "do_resize": True,
-            "size": {"shortest_edge": size},
-            "resample": 3,
-            "do_center_crop": True,
-            "crop_size": {"height": size, "width": size},
-            "do_rescale": True,
-            "rescale_factor": 1 / 255,
-            "do_normalize": True,
-            "image_mean": [0.48145466, 0.4578275, 0.40821073],
-            "image_std": [0.26862954, 0.26130258, 0.27577711],
-            "do_convert_rgb": True,
-        },
+    image_processor = CLIPImageProcessor(
+        do_resize=True,
+        size={"shortest_edge": size},
+        resample=3,
+        do_center_crop=True,
+        crop_size={"height": size, "width": size},
+        do_rescale=True,
+        rescale_factor=1 / 255,
+        do_normalize=True,
+        image_mean=[0.48145466, 0.4578275, 0.40821073],
+        image_std=[0.26862954, 0.26130258, 0.27577711],
+        do_convert_rgb=True,
     )
+    _save_processor(folder, CLIPProcessor, image_processor, tokenizer, layout)
     return folder
 
 
-def save_tiny_clip(folder: str | Path, seed: int = 0, image_size: int | None = None) -> Path:
+def save_tiny_clip(
+    folder: str | Path, seed: int = 0, image_size: int | None = None, layout: str = "processor"
+) -> Path:
     """Save a tiny random CLIP (real ``CLIPModel`` architecture) with tokenizer and processor."""
-    return save_random_clip(folder, "tiny", seed=seed, image_size=image_size)
+    return save_random_clip(folder, "tiny", seed=seed, image_size=image_size, layout=layout)
 
 
-def save_tiny_siglip(folder: str | Path, seed: int = 0, image_size: int | None = None) -> Path:
+def save_tiny_siglip(
+    folder: str | Path, seed: int = 0, image_size: int | None = None, layout: str = "processor"
+) -> Path:
     """Save a random SigLIP (real ``SiglipModel`` architecture) with tokenizer and processor."""
-    from transformers import SiglipConfig, SiglipModel
+    from transformers import SiglipConfig, SiglipImageProcessor, SiglipModel, SiglipProcessor
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -168,22 +188,18 @@ def save_tiny_siglip(folder: str | Path, seed: int = 0, image_size: int | None =
     )
     torch.manual_seed(seed)
     SiglipModel(config).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    _write_json(
-        folder / "preprocessor_config.json",
-        {
-            "image_processor_type": "SiglipImageProcessor",
-            "do_resize": True,
-            "size": {"height": size, "width": size},
-            "resample": 2,
-            "do_rescale": True,
-            "rescale_factor": 1 / 255,
-            "do_normalize": True,
-            "image_mean": [0.5, 0.5, 0.5],
-            "image_std": [0.5, 0.5, 0.5],
-            "do_convert_rgb": True,
-        },
+    image_processor = SiglipImageProcessor(
+        do_resize=True,
+        size={"height": size, "width": size},
+        resample=2,
+        do_rescale=True,
+        rescale_factor=1 / 255,
+        do_normalize=True,
+        image_mean=[0.5, 0.5, 0.5],
+        image_std=[0.5, 0.5, 0.5],
+        do_convert_rgb=True,
     )
+    _save_processor(folder, SiglipProcessor, image_processor, tokenizer, layout)
     return folder
 
 
