@@ -146,6 +146,30 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (product_id, attribute)
     );
     """,
+    # 4: HTTP API keys (salted hashes only) and the audit log of every API write
+    #    (vismerch.catalog.access)
+    """
+    CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,               -- public part of the key (vmk_<id>_<secret>)
+        role TEXT NOT NULL,                -- viewer | merchandiser | publisher | admin | storefront
+        name TEXT,
+        salt BLOB NOT NULL,
+        hash BLOB NOT NULL,                -- scrypt(secret, salt)
+        created_at TEXT NOT NULL,
+        expires_at TEXT,                   -- NULL = never
+        revoked_at TEXT
+    );
+    CREATE TABLE audit_log (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at TEXT NOT NULL,
+        actor TEXT NOT NULL,               -- key id, or cli
+        role TEXT,
+        action TEXT NOT NULL,              -- e.g. POST /api/v1/rules
+        target TEXT,
+        status INTEGER,                    -- HTTP status of the write
+        detail TEXT                        -- JSON
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
