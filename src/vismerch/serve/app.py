@@ -15,7 +15,8 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute
 
 from vismerch import __version__
 from vismerch.catalog import access
@@ -72,6 +73,24 @@ class AuditMiddleware:
                     detail=detail or None))
 
 
+def needed_role(route: APIRoute) -> str | None:
+    """The role a route's ``require(...)`` dependency asks for; None for a public route."""
+    stack = list(route.dependant.dependencies)
+    while stack:
+        dep = stack.pop()
+        role = getattr(dep.call, "needed_role", None)
+        if role:
+            return role
+        stack.extend(dep.dependencies)
+    return None
+
+
+def route_table(router: APIRouter) -> list[tuple[str, str, str | None]]:
+    """``(method, full path, needed role)`` of every route of ``router``."""
+    return [(method, API_PREFIX + route.path, needed_role(route))
+            for route in router.routes if isinstance(route, APIRoute) for method in sorted(route.methods)]
+
+
 def create_app(workspace: Any, settings: Settings | None = None, *, threads: int | None = None) -> FastAPI:
     """The API over ``workspace`` (an open service Workspace: store per thread, settings).
     ``threads``: how many sync requests run at once (anyio's pool; default 40)."""
@@ -98,9 +117,11 @@ def create_app(workspace: Any, settings: Settings | None = None, *, threads: int
     app.state.auth = Authenticator(store_of, RateLimiter(setting(settings, "serve_rate_limit"),
                                                          setting(settings, "serve_rate_burst")))
     errors.install(app)
+    app.state.route_table = []
     for name in ROUTE_MODULES:
         module = importlib.import_module(f"vismerch.serve.routes.{name}")
         app.include_router(module.router, prefix=API_PREFIX, responses=errors.ERROR_RESPONSES)
+        app.state.route_table += route_table(module.router)
         if hasattr(module, "setup"):  # per-app state a module keeps (caches)
             module.setup(app)
     app.add_middleware(AuditMiddleware, store_of=store_of)
