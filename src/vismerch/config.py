@@ -76,6 +76,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("search_rrf_k", int, 60, "Reciprocal rank fusion constant for hybrid search."),
     Setting("search_depth", int, 200, "Candidates taken from each ranking before fusion."),
     Setting("search_colour_min_share", float, 0.1, "With --colour, keep products with at least this share of the foreground near the colour."),
+    # HTTP API (vismerch serve)
+    Setting("serve_rate_limit", float, 50.0, "API: requests per second each key may make on average (token bucket; over it: 429 with Retry-After); 0 turns the limit off."),
+    Setting("serve_rate_burst", int, 200, "API: requests a key may make at once before serve_rate_limit applies."),
+    Setting("serve_cors_origins", str, "", "API: comma-separated origins allowed by CORS (e.g. https://shop.example); empty = CORS off."),
+    Setting("serve_page_limit", int, 200, "API: the most items one page of a list may hold (the limit parameter is capped here)."),
+    Setting("serve_upload_max_bytes", int, 8_000_000, "API: largest image upload accepted by search-by-image (413 above)."),
+    Setting("serve_upload_max_pixels", int, 25_000_000, "API: most pixels an uploaded query image may have (422 above)."),
+    Setting("serve_source_root", str, "", "API: ingest jobs read folders and manifests only inside this directory (default: the store's parent directory); paths that leave it are refused."),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

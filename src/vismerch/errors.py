@@ -51,3 +51,45 @@ class JobFailed(VismerchError):
 
 class UnknownName(UsageError):
     """A registry lookup for a name that is not registered."""
+
+
+# -- typed errors of the service layer (vismerch.service); the HTTP layer maps each to a
+#    status (NotFound 404, Conflict/Busy 409, Stale 412, InvalidInput/UsageError 422) and the
+#    CLI keeps exit code 2 for the ones a user's input causes.
+
+
+class InvalidInput(UsageError):
+    """A bad value for one named input field (``field``: the parameter or JSON key)."""
+
+    def __init__(self, field: str, message: str, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.field = field
+
+
+class NotFound(UsageError):
+    """A product, collection, rule, version, group or job that does not exist."""
+
+    def __init__(self, kind: str, key: object, message: str | None = None, hint: str | None = None):
+        super().__init__(message or f"no {kind} {key!r}", hint=hint)
+        self.kind = kind
+        self.key = key
+
+
+class Conflict(UsageError):
+    """A write that clashes with what exists (a name already taken, an immutable version)."""
+
+
+class Stale(Conflict):
+    """A conditional write whose ETag no longer matches: someone changed it first."""
+
+    def __init__(self, message: str, current_etag: str | None = None, hint: str | None = None):
+        super().__init__(message, hint=hint or "read it again and retry with its new ETag")
+        self.current_etag = current_etag
+
+
+class Busy(VismerchError):
+    """A second writer while one holds the store (one ingest job at a time)."""
+
+    def __init__(self, message: str, hint: str | None = None, job_id: int | None = None):
+        super().__init__(message, hint=hint)
+        self.job_id = job_id

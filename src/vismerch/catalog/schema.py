@@ -146,6 +146,72 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (product_id, attribute)
     );
     """,
+    # 4: HTTP API keys (salted hashes only) and the audit log of every API write
+    #    (vismerch.catalog.access)
+    """
+    CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,               -- public part of the key (vmk_<id>_<secret>)
+        role TEXT NOT NULL,                -- viewer | merchandiser | publisher | admin | storefront
+        name TEXT,
+        salt BLOB NOT NULL,
+        hash BLOB NOT NULL,                -- scrypt(secret, salt)
+        created_at TEXT NOT NULL,
+        expires_at TEXT,                   -- NULL = never
+        revoked_at TEXT
+    );
+    CREATE TABLE audit_log (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at TEXT NOT NULL,
+        actor TEXT NOT NULL,               -- key id, or cli
+        role TEXT,
+        action TEXT NOT NULL,              -- e.g. POST /api/v1/rules
+        target TEXT,
+        status INTEGER,                    -- HTTP status of the write
+        detail TEXT                        -- JSON
+    );
+    """,
+    # 5: the service layer (vismerch.service): sub-collections, scheduled and scoped rules,
+    #    review decisions that survive re-derive, ingest jobs, precomputed storefront grids
+    """
+    ALTER TABLE collections ADD COLUMN parent TEXT;   -- a sub-collection names its parent
+    ALTER TABLE rules ADD COLUMN starts_at TEXT;      -- RFC 3339 UTC, NULL = always
+    ALTER TABLE rules ADD COLUMN ends_at TEXT;        -- exclusive, NULL = never ends
+    ALTER TABLE rules ADD COLUMN reach TEXT NOT NULL DEFAULT 'collection';  -- collection | subtree
+    CREATE TABLE dup_reviews (             -- a merchandiser's decision on one pair (a < b)
+        a TEXT NOT NULL, b TEXT NOT NULL,
+        decision TEXT NOT NULL,            -- keep (duplicates, keep = the one shown) | distinct
+        keep TEXT,
+        by TEXT, at TEXT NOT NULL,
+        PRIMARY KEY (a, b)
+    );
+    CREATE TABLE queue_reviews (           -- quality / audit queue items resolved or ignored
+        queue TEXT NOT NULL,               -- quality | audit
+        product_id TEXT NOT NULL,
+        item TEXT NOT NULL,                -- the flag name or audit kind
+        sha256 TEXT,                       -- the image judged: a new image reopens the item
+        decision TEXT NOT NULL,            -- resolved | ignored
+        note TEXT, by TEXT, at TEXT NOT NULL,
+        PRIMARY KEY (queue, product_id, item)
+    );
+    CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,                -- ingest
+        status TEXT NOT NULL,              -- queued | running | done | failed
+        params TEXT NOT NULL,              -- JSON
+        done INTEGER NOT NULL DEFAULT 0, total INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL, started_at TEXT, finished_at TEXT,
+        summary TEXT, error TEXT, by TEXT
+    );
+    CREATE TABLE published_grids (         -- the published order per collection, precomputed
+        collection TEXT PRIMARY KEY,
+        version_id INTEGER NOT NULL,
+        version_name TEXT NOT NULL,
+        etag TEXT NOT NULL,
+        ids TEXT NOT NULL,                 -- JSON list of product ids by position
+        thumbs TEXT NOT NULL,              -- JSON list: 1 when the product has a thumbnail
+        published_at TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

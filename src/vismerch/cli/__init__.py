@@ -23,6 +23,8 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "vismerch.cli.core",
     "vismerch.cli.plan",
     "vismerch.cli.arrange",
+    "vismerch.cli.serve",
+    "vismerch.cli.keys",
 )
 
 

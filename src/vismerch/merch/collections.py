@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from vismerch.catalog.store import utc_timestamp
-from vismerch.errors import UsageError
+from vismerch.errors import Conflict, NotFound, UsageError
 from vismerch.merch.expr import parse
 
 CORE_FIELDS = ("id", "title", "description", "category", "brand", "price", "stock", "sales",
@@ -247,11 +247,12 @@ def _referenced(con: Any, name: str) -> bool:
 def list_collections(store: Any) -> list[dict[str, Any]]:
     """``[{name, size, kind, definition, auto}]`` sorted by name."""
     rows = store.db.execute(
-        "SELECT c.name, c.kind, c.definition, c.auto, COUNT(m.product_id) AS size "
+        "SELECT c.name, c.kind, c.definition, c.auto, c.parent, COUNT(m.product_id) AS size "
         "FROM collections c LEFT JOIN collection_members m ON m.collection = c.name "
         "GROUP BY c.name ORDER BY c.name").fetchall()
     return [{"name": r["name"], "size": int(r["size"]), "kind": r["kind"],
-             "definition": json.loads(r["definition"]), "auto": bool(r["auto"])} for r in rows]
+             "definition": json.loads(r["definition"]), "auto": bool(r["auto"]),
+             "parent": r["parent"]} for r in rows]
 
 
 def get_collection(store: Any, name: str) -> dict[str, Any]:
@@ -259,13 +260,25 @@ def get_collection(store: Any, name: str) -> dict[str, Any]:
     if row is None:
         names = [r[0] for r in store.db.execute("SELECT name FROM collections ORDER BY name")]
         close = [n for n in names if name.casefold() in n or n in name.casefold()][:5]
-        raise UsageError(
-            f"no collection named {name!r}",
+        raise NotFound(
+            "collection", name, f"no collection named {name!r}",
             hint=("did you mean: " + ", ".join(close)) if close else
             ("collections: " + ", ".join(names[:12]) if names else
              "ingest a catalog first; every category becomes a collection"))
     return {"name": row["name"], "kind": row["kind"], "definition": json.loads(row["definition"]),
-            "auto": bool(row["auto"])}
+            "auto": bool(row["auto"]), "parent": row["parent"]}
+
+
+def ancestors(store: Any, name: str) -> list[str]:
+    """The parent chain of a collection, nearest first (a cycle stops the walk)."""
+    out: list[str] = []
+    current = name
+    while True:
+        row = store.db.execute("SELECT parent FROM collections WHERE name = ?", (current,)).fetchone()
+        if row is None or row[0] is None or row[0] in out or row[0] == name:
+            return out
+        out.append(row[0])
+        current = row[0]
 
 
 def members(store: Any, name: str) -> list[str]:
@@ -277,7 +290,7 @@ def members(store: Any, name: str) -> list[str]:
 
 def create_collection(store: Any, name: str, *, where: str | None = None,
                       column: str | None = None, value: str | None = None,
-                      category: str | None = None) -> dict[str, Any]:
+                      category: str | None = None, parent: str | None = None) -> dict[str, Any]:
     """Create a rule (``where``), column (``column`` + ``value``) or category collection
     and fill it at once. Unknown fields in ``where`` are an error pointing at them."""
     check_name(name)
@@ -298,17 +311,19 @@ def create_collection(store: Any, name: str, *, where: str | None = None,
             raise UsageError(f"bad category {category!r}")
         kind, definition = "category", {"category": cat}
     if store.db.execute("SELECT 1 FROM collections WHERE name = ?", (name,)).fetchone():
-        raise UsageError(f"a collection named {name!r} already exists",
-                         hint="pick another name or delete it first")
+        raise Conflict(f"a collection named {name!r} already exists",
+                       hint="pick another name or delete it first")
+    if parent is not None:
+        get_collection(store, parent)
     found = _members(kind, definition, _Index(records))
     stamp = utc_timestamp()
     with store.transaction() as con:
         con.execute("INSERT INTO collections (name, kind, definition, auto, created_at, "
-                    "refreshed_at) VALUES (?, ?, ?, 0, ?, ?)",
-                    (name, kind, json.dumps(definition), stamp, stamp))
+                    "refreshed_at, parent) VALUES (?, ?, ?, 0, ?, ?, ?)",
+                    (name, kind, json.dumps(definition), stamp, stamp, parent))
         con.executemany("INSERT INTO collection_members (collection, product_id) VALUES (?, ?)",
                         [(name, pid) for pid in found])
-    return {"name": name, "kind": kind, "definition": definition, "size": len(found)}
+    return {"name": name, "kind": kind, "definition": definition, "size": len(found), "parent": parent}
 
 
 def add_collection_column(store: Any, column: str) -> dict[str, Any]:

@@ -144,7 +144,10 @@ def refresh_duplicates(store: Store, features: Features, settings: Settings, ind
                 for member in g.members
             ],
         )
-    return len(groups)
+        from vismerch.catalog.reviews import apply_dup_reviews
+
+        dropped = apply_dup_reviews(con)  # merchandisers' decisions outlive the recomputed groups
+    return len(groups) - dropped
 
 
 def refresh_derived(store: Store, settings: Settings) -> dict[str, object]:

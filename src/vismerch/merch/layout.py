@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from vismerch.catalog.store import utc_timestamp
 from vismerch.config import setting as _setting
 from vismerch.errors import UsageError
 from vismerch.merch import collections as colls
@@ -119,6 +120,7 @@ def arrange_collection(
     settings: Any = None,
     options: ArrangeOptions | None = None,
     log: bool = True,
+    at: str | None = None,
 ) -> CollectionArrangement:
     """Arrange collection ``name`` of ``store`` for a grid of ``columns`` (and the other
     widths in ``columns_set``, optimised at once). See the module docstring."""
@@ -137,7 +139,8 @@ def arrange_collection(
     base = score_products(products, weights)
     chosen = store.pick_backend(backend, VISUAL_BACKENDS)
     vectors = collection_vectors(store, [p.id for p in products], chosen)
-    rule_list = rules_mod.list_rules(store, name, applicable=True, enabled_only=True)
+    rule_list = rules_mod.list_rules(store, name, applicable=True, enabled_only=True,
+                                     at=at or utc_timestamp())
     res = rules_mod.resolve(rule_list, records, base.score, collection=name, vectors=vectors,
                             reverted=rules_mod.reverted_pins(store, name))
 

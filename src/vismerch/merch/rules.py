@@ -26,18 +26,20 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC
 from typing import Any
 
 import numpy as np
 
 from vismerch.catalog.store import utc_timestamp
-from vismerch.errors import UsageError
+from vismerch.errors import NotFound, UsageError
 from vismerch.merch.collections import get_collection
 from vismerch.merch.expr import parse
 
 RULE_KINDS = ("pin", "boost", "bury", "hide", "bury-out-of-stock")
 OOS_POLICIES = ("release", "substitute", "keep")
 OUT_OF_STOCK = "stock <= 0"
+REACHES = ("collection", "subtree")
 
 
 @dataclass
@@ -53,9 +55,18 @@ class Rule:
     enabled: bool = True
     note: str | None = None
     created_at: str | None = None
+    starts_at: str | None = None  # RFC 3339 UTC; the rule applies from then (None: always)
+    ends_at: str | None = None  # ... until then, exclusive (None: never ends)
+    reach: str = "collection"  # collection: its scope only; subtree: its sub-collections too
+
+    def active(self, at: str) -> bool:
+        """Enabled and inside its dates at ``at`` (an RFC 3339 UTC stamp, compared as text)."""
+        return self.enabled and (self.starts_at is None or self.starts_at <= at) and \
+            (self.ends_at is None or at < self.ends_at)
 
     def describe(self) -> str:
-        where = f" in {self.scope}" if self.scope else " (global)"
+        where = (f" in {self.scope}" + (" and its sub-collections" if self.reach == "subtree" else "")
+                 if self.scope else " (global)")
         if self.kind == "pin":
             return f"rule #{self.id}: pin {self.product_id} to {self.position}{where}"
         if self.kind == "hide":
@@ -72,6 +83,12 @@ def validate(rule: Rule) -> None:
     """Raise UsageError for a rule that cannot work (bad kind, factor, expression...)."""
     if rule.kind not in RULE_KINDS:
         raise UsageError(f"unknown rule kind {rule.kind!r}", hint="kinds: " + ", ".join(RULE_KINDS))
+    if rule.reach not in REACHES:
+        raise UsageError(f"unknown rule reach {rule.reach!r}", hint="choose one of: " + ", ".join(REACHES))
+    if rule.reach == "subtree" and not rule.scope:
+        raise UsageError("reach subtree needs a collection scope", hint="--collection NAME")
+    if rule.starts_at and rule.ends_at and rule.ends_at <= rule.starts_at:
+        raise UsageError(f"the rule ends ({rule.ends_at}) before it starts ({rule.starts_at})")
     if rule.kind == "pin":
         if not rule.product_id:
             raise UsageError("a pin needs a product id", hint="--product ID")
@@ -97,13 +114,14 @@ def validate(rule: Rule) -> None:
 def add_rule(store: Any, kind: str, *, scope: str | None = None, condition: str | None = None,
              product_id: str | None = None, position: int | None = None,
              factor: float | None = None, oos_policy: str = "release",
-             note: str | None = None) -> Rule:
+             note: str | None = None, starts_at: str | None = None, ends_at: str | None = None,
+             reach: str = "collection") -> Rule:
     """Validate and store a rule; returns it with its id."""
     if factor is None:
         factor = 100.0 if kind == "bury-out-of-stock" else 50.0
     rule = Rule(0, kind, scope or None, condition, product_id,
                 int(position) if position is not None else None, float(factor), oos_policy,
-                True, note, utc_timestamp())
+                True, note, utc_timestamp(), parse_stamp(starts_at), parse_stamp(ends_at), reach)
     validate(rule)
     if scope:
         get_collection(store, scope)
@@ -114,44 +132,74 @@ def add_rule(store: Any, kind: str, *, scope: str | None = None, condition: str 
     with store.transaction() as con:
         cur = con.execute(
             "INSERT INTO rules (kind, scope, condition, product_id, position, factor, oos_policy,"
-            " enabled, note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+            " enabled, note, created_at, starts_at, ends_at, reach)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)",
             (rule.kind, rule.scope, rule.condition, rule.product_id, rule.position, rule.factor,
-             rule.oos_policy, rule.note, rule.created_at),
+             rule.oos_policy, rule.note, rule.created_at, rule.starts_at, rule.ends_at, rule.reach),
         )
         rule.id = int(cur.lastrowid)
     return rule
 
 
 def list_rules(store: Any, collection: str | None = None, *, applicable: bool = False,
-               enabled_only: bool = False) -> list[Rule]:
-    """All rules, or those scoped to ``collection`` (plus global ones if ``applicable``)."""
+               enabled_only: bool = False, at: str | None = None) -> list[Rule]:
+    """All rules, or those scoped to ``collection`` (plus, if ``applicable``, global ones
+    and the ``subtree`` rules of its parent collections); with ``at``, only those active then."""
+    from vismerch.merch.collections import ancestors
+
     sql, args = "SELECT * FROM rules", []
     clauses = []
     if collection is not None:
-        clauses.append("(scope = ? OR scope IS NULL)" if applicable else "scope = ?")
-        args.append(collection)
+        if applicable:
+            above = ancestors(store, collection)
+            marks = ",".join("?" * len(above))
+            clauses.append("(scope = ? OR scope IS NULL"
+                           + (f" OR (reach = 'subtree' AND scope IN ({marks}))" if above else "") + ")")
+            args += [collection, *above]
+        else:
+            clauses.append("scope = ?")
+            args.append(collection)
     if enabled_only:
         clauses.append("enabled = 1")
     if clauses:
         sql += " WHERE " + " AND ".join(clauses)
     rows = store.db.execute(sql + " ORDER BY id", args).fetchall()
-    return [Rule(row["id"], row["kind"], row["scope"], row["condition"], row["product_id"],
+    out = [Rule(row["id"], row["kind"], row["scope"], row["condition"], row["product_id"],
                  row["position"], float(row["factor"]), row["oos_policy"], bool(row["enabled"]),
-                 row["note"], row["created_at"]) for row in rows]
+                 row["note"], row["created_at"], row["starts_at"], row["ends_at"], row["reach"])
+             for row in rows]
+    return [r for r in out if at is None or r.active(at)]
+
+
+def parse_stamp(value: str | None) -> str | None:
+    """A date (``2026-12-24``) or RFC 3339 time -> the store's UTC stamp; None stays None."""
+    if value is None or value == "":
+        return None
+    from datetime import datetime
+
+    text = str(value).strip()
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"bad date {value!r}", hint="use 2026-12-24 or 2026-12-24T08:00:00Z") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def remove_rule(store: Any, rule_id: int) -> None:
     with store.transaction() as con:
         cur = con.execute("DELETE FROM rules WHERE id = ?", (int(rule_id),))
         if cur.rowcount == 0:
-            raise UsageError(f"no rule #{rule_id}", hint="list them with: vismerch rules list STORE")
+            raise NotFound("rule", rule_id, f"no rule #{rule_id}",
+                           hint="list them with: vismerch rules list STORE")
 
 
 def set_enabled(store: Any, rule_id: int, enabled: bool) -> None:
     with store.transaction() as con:
         cur = con.execute("UPDATE rules SET enabled = ? WHERE id = ?", (int(enabled), int(rule_id)))
         if cur.rowcount == 0:
-            raise UsageError(f"no rule #{rule_id}")
+            raise NotFound("rule", rule_id, f"no rule #{rule_id}")
 
 
 def log_events(store: Any, collection: str, events: Sequence[dict[str, Any]]) -> list[int]:
@@ -245,7 +293,8 @@ def resolve(rules: Sequence[Rule], records: Sequence[Mapping[str, Any]], scores:
     """Apply ``rules`` to products ``records`` (dicts with the product fields, in the same
     order as ``scores`` and ``vectors``) for ``collection``."""
     n = len(records)
-    rules = [r for r in rules if r.enabled and (r.scope is None or r.scope == collection)]
+    rules = [r for r in rules if r.enabled and (r.scope is None or r.scope == collection
+                                                or r.reach == "subtree")]
     adjusted = np.asarray(scores, np.float64).copy()
     res = Resolution(adjusted)
     reverted = reverted or set()

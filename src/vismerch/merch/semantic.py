@@ -161,7 +161,8 @@ def _rank(
 
 
 def colour_ranking(
-    store: Any, colour: str, allowed: set[str] | None, min_share: float = 0.1
+    store: Any, colour: str, allowed: set[str] | None, min_share: float = 0.1,
+    features: Any = None,
 ) -> list[tuple[str, float]]:
     """Products whose foreground is at least ``min_share`` near ``colour``, best first
     (scores from ``merch.search.colour_scores``: the share of the foreground near it)."""
@@ -169,7 +170,7 @@ def colour_ranking(
     from vismerch.merch.search import search_by_colour
 
     lab = parse_colour(colour)
-    features = store.load_features("colour")
+    features = store.load_features("colour") if features is None else features
     if not len(features):
         raise UsageError(f"{store.path} has no colour features to constrain by colour")
     mask = None if allowed is None else np.array([pid in allowed for pid in features.ids])
@@ -195,10 +196,12 @@ def semantic_search(
     device: str = "cpu",
     backend: str | None = None,
     weights: dict[str, float] | None = None,
+    cache: Any = None,
 ) -> list[tuple[str, float]]:
     """Hybrid search; returns ``[(product id, fused score)]``, best first.
 
-    ``weights`` per ranking (``image``, ``text``, ``colour``) default to 1. Raises
+    ``weights`` per ranking (``image``, ``text``, ``colour``) default to 1. ``cache`` (a
+    ``service.Workspace``) supplies loaded features, indexes and encoders. Raises
     UsageError when the store can answer a text query neither by image nor by title.
     """
     if not query or not query.strip():
@@ -217,7 +220,8 @@ def semantic_search(
     used: list[float] = []
     if colour:
         min_share = float(setting(settings, "search_colour_min_share"))
-        ranked = colour_ranking(store, colour, allowed, min_share)
+        ranked = colour_ranking(store, colour, allowed, min_share,
+                                cache.features("colour") if cache is not None else None)
         allowed = {pid for pid, _ in ranked}  # the colour is a constraint, not only a ranking
         rankings.append(ranked[:depth])
         used.append(weights["colour"])
@@ -228,10 +232,11 @@ def semantic_search(
         from vismerch.features.neural import backend_from_fingerprint
 
         # the FAISS index ingest saved (exact, or HNSW for large catalogs), not a scan
-        index = similarity_index(store, name)
+        index = similarity_index(store, name) if cache is None else cache.similarity_index(name)
         if not len(index):
             raise UsageError(f"{store.path} has no {name} features for its products")
-        encoder = backend_from_fingerprint(index.meta["fingerprint"], device=device)
+        encoder = (backend_from_fingerprint(index.meta["fingerprint"], device=device) if cache is None
+                   else cache.encoder(index.meta["fingerprint"]))
         rankings.append(index.search(query_vector(encoder, query), depth, allowed)[0])
         used.append(weights["image"])
         sources += 1

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vismerch.catalog.store import utc_timestamp
-from vismerch.errors import UsageError
+from vismerch.errors import Conflict, NotFound, UsageError
 from vismerch.merch.collections import check_name, get_collection
 
 PUBLISHED = "published"  # alias for the collection's published version
@@ -55,8 +55,8 @@ def save_version(store: Any, collection: str, name: str, result: Any, *,
         unfinished = (publish and json.loads(existing["items"]) == items
                       and (not stack or stack[-1] != existing["id"]))
         if not unfinished:
-            raise UsageError(f"{collection} already has a version named {name!r}",
-                             hint="versions are immutable: save under a new name")
+            raise Conflict(f"{collection} already has a version named {name!r}",
+                           hint="versions are immutable: save under a new name")
     with store.transaction() as con:
         if existing is None:
             version_id = int(con.execute(
@@ -103,8 +103,8 @@ def _row(store: Any, collection: str, name: str) -> Any:
     if row is None:
         known = [r[0] for r in store.db.execute(
             "SELECT name FROM arrangement_versions WHERE collection = ? ORDER BY id", (collection,))]
-        raise UsageError(f"{collection} has no version named {name!r}",
-                         hint="versions: " + (", ".join(known) if known else "none saved yet"))
+        raise NotFound("version", name, f"{collection} has no version named {name!r}",
+                       hint="versions: " + (", ".join(known) if known else "none saved yet"))
     return row
 
 
@@ -167,7 +167,16 @@ def publish(store: Any, collection: str, name: str) -> dict[str, Any]:
     with store.transaction() as con:
         con.execute("INSERT INTO arrangement_publications (collection, version_id, action, at) "
                     "VALUES (?, ?, 'publish', ?)", (collection, row["id"], utc_timestamp()))
+        _write_grid(con, store, collection, row)
     return {"collection": collection, "published": row["name"], "id": row["id"]}
+
+
+def _write_grid(con: Any, store: Any, collection: str, row: Any) -> None:
+    """The storefront's precomputed copy of the newly published version."""
+    from vismerch.catalog.grids import write_grid
+
+    ids = [pid for pid, _ in json.loads(row["items"])]
+    write_grid(con, store, collection, int(row["id"]), row["name"], ids)
 
 
 def published_version(store: Any, collection: str) -> dict[str, Any] | None:
@@ -197,8 +206,9 @@ def rollback(store: Any, collection: str, to: str | None = None) -> dict[str, An
     with store.transaction() as con:
         con.execute("INSERT INTO arrangement_publications (collection, version_id, action, at) "
                     "VALUES (?, ?, 'rollback', ?)", (collection, target, utc_timestamp()))
-    name = store.db.execute("SELECT name FROM arrangement_versions WHERE id = ?",
-                            (target,)).fetchone()[0]
+        row = con.execute("SELECT * FROM arrangement_versions WHERE id = ?", (target,)).fetchone()
+        _write_grid(con, store, collection, row)
+    name = row["name"]
     return {"collection": collection, "published": name, "id": target}
 
 

@@ -1,0 +1,154 @@
+"""API keys and the audit log: the store-owned tables behind the HTTP API's auth.
+
+A key is ``vmk_<id>_<secret>``. Only ``id`` (to find the row) and a salted scrypt hash of
+``secret`` are stored, so a copied database does not give anyone a working key; the full
+key is shown once, when it is made. Every write through the API (and every key change
+from the CLI) appends a row to ``audit_log``: who, when, what, and the HTTP status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from vismerch.catalog.store import utc_timestamp
+from vismerch.errors import UsageError
+
+ROLES = ("viewer", "merchandiser", "publisher", "admin")  # each includes the ones before it
+STOREFRONT = "storefront"  # a scope, not a rank: reads published grids only
+KEY_KINDS = (*ROLES, STOREFRONT)
+PREFIX = "vmk"
+# scrypt cost: 16 MiB and ~30 ms per check; the server caches a verified key's digest so
+# this is paid once per key and process, not per request
+_SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
+_KEY_RE = re.compile(rf"^{PREFIX}_([0-9a-f]{{12}})_([A-Za-z0-9_\-]{{20,100}})$")
+_DURATION_RE = re.compile(r"^(\d+)([mhdw])$")
+_UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    id: str
+    role: str
+    name: str | None
+    created_at: str
+    expires_at: str | None
+    revoked_at: str | None
+
+    def usable(self, now: str | None = None) -> bool:
+        """Not revoked and not expired (timestamps are RFC 3339 UTC, so they sort as text)."""
+        now = now or utc_timestamp()
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "role": self.role, "name": self.name, "created_at": self.created_at,
+                "expires_at": self.expires_at, "revoked_at": self.revoked_at,
+                "active": self.usable()}
+
+
+def parse_duration(text: str) -> int:
+    """``30d`` / ``12h`` / ``90m`` / ``2w`` -> seconds."""
+    match = _DURATION_RE.match(text.strip())
+    if not match or int(match.group(1)) == 0:
+        raise UsageError(f"bad duration {text!r}", hint="a number and a unit: 90m, 12h, 30d or 2w")
+    return int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+
+
+def _hash(secret: str, salt: bytes) -> bytes:
+    return hashlib.scrypt(secret.encode(), salt=salt, **_SCRYPT)
+
+
+def _key(row: Any) -> ApiKey:
+    return ApiKey(row["id"], row["role"], row["name"], row["created_at"], row["expires_at"],
+                  row["revoked_at"])
+
+
+def create_key(store: Any, role: str, *, expires_in: int | None = None,
+               name: str | None = None) -> tuple[str, ApiKey]:
+    """A new key: (the full key text, shown once and never stored; its record)."""
+    if role not in KEY_KINDS:
+        raise UsageError(f"unknown role {role!r}", hint="choose one of: " + ", ".join(KEY_KINDS))
+    if expires_in is not None and expires_in <= 0:
+        raise UsageError("expiry must be in the future")
+    key_id, secret, salt = secrets.token_hex(6), secrets.token_urlsafe(32), secrets.token_bytes(16)
+    created = utc_timestamp()
+    expires = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + expires_in))
+               if expires_in else None)
+    with store.transaction() as con:
+        con.execute("INSERT INTO api_keys (id, role, name, salt, hash, created_at, expires_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (key_id, role, name, salt, _hash(secret, salt), created, expires))
+    return f"{PREFIX}_{key_id}_{secret}", ApiKey(key_id, role, name, created, expires, None)
+
+
+def split_key(text: str) -> tuple[str, str] | None:
+    """(id, secret) of a well-formed key, else None."""
+    match = _KEY_RE.match(text or "")
+    return (match.group(1), match.group(2)) if match else None
+
+
+def get_key(store: Any, key_id: str) -> ApiKey | None:
+    row = store.db.execute("SELECT * FROM api_keys WHERE id = ?", (key_id,)).fetchone()
+    return _key(row) if row else None
+
+
+def verify_key(store: Any, text: str) -> ApiKey | None:
+    """The key record when ``text`` is a key whose secret matches (usable or not), else None.
+    The hash comparison is constant-time."""
+    parts = split_key(text)
+    if parts is None:
+        return None
+    row = store.db.execute("SELECT * FROM api_keys WHERE id = ?", (parts[0],)).fetchone()
+    if row is None:
+        return None
+    if not hmac.compare_digest(_hash(parts[1], bytes(row["salt"])), bytes(row["hash"])):
+        return None
+    return _key(row)
+
+
+def list_keys(store: Any) -> list[ApiKey]:
+    return [_key(r) for r in store.db.execute("SELECT * FROM api_keys ORDER BY created_at, id")]
+
+
+def revoke_key(store: Any, key_id: str) -> ApiKey:
+    """Revoke a key now (idempotent: an already revoked key keeps its first revocation time)."""
+    with store.transaction() as con:
+        cur = con.execute("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?",
+                          (utc_timestamp(), key_id))
+        if cur.rowcount == 0:
+            raise UsageError(f"no API key {key_id!r}", hint="list them with: vismerch keys list STORE")
+    key = get_key(store, key_id)
+    assert key is not None
+    return key
+
+
+# ---------------------------------------------------------------- audit log
+
+
+def record(store: Any, actor: str, action: str, *, role: str | None = None,
+           target: str | None = None, status: int | None = None,
+           detail: dict[str, Any] | None = None) -> int:
+    """Append one audit row; returns its id."""
+    with store.transaction() as con:
+        cur = con.execute(
+            "INSERT INTO audit_log (at, actor, role, action, target, status, detail)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (utc_timestamp(), actor, role, action, target, status,
+             json.dumps(detail, default=str) if detail else None))
+    return int(cur.lastrowid)
+
+
+def audit_entries(store: Any, *, after: int = 0, limit: int = 100,
+                  actor: str | None = None) -> list[dict[str, Any]]:
+    """Audit rows with id > ``after``, oldest first (``after`` is the paging cursor)."""
+    sql, args = "SELECT * FROM audit_log WHERE id > ?", [int(after)]
+    if actor:
+        sql, args = sql + " AND actor = ?", [*args, actor]
+    rows = store.db.execute(sql + " ORDER BY id LIMIT ?", (*args, int(limit))).fetchall()
+    return [{**dict(r), "detail": json.loads(r["detail"]) if r["detail"] else None} for r in rows]

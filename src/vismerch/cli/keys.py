@@ -1,0 +1,74 @@
+"""API keys for `vismerch serve`: create (the key is printed once), list, revoke.
+
+    vismerch keys create STORE --role merchandiser [--expires 30d] [--name alice]
+    vismerch keys list STORE [--json]
+    vismerch keys revoke STORE KEY_ID
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from vismerch.cli.output import JsonOpt, StoreArg, done, open_store, print_json, say, table
+
+keys_app = typer.Typer(help="API keys for `vismerch serve` (roles: viewer, merchandiser, publisher, "
+                            "admin; storefront reads published grids only).", no_args_is_help=True)
+
+
+@keys_app.command("create")
+def keys_create(
+    store: StoreArg,
+    role: Annotated[
+        str, typer.Option("--role", help="viewer | merchandiser | publisher | admin | storefront")
+    ],
+    expires: Annotated[str | None, typer.Option("--expires", help="Lifetime, e.g. 30d, 12h, 90m, 2w "
+                                                                  "(default: never expires).")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Who or what the key is for.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Make a key and print it once: only a salted hash of it is stored."""
+    from vismerch.catalog import access
+
+    st = open_store(store)
+    text, key = access.create_key(st, role, expires_in=access.parse_duration(expires) if expires else None,
+                                  name=name)
+    access.record(st, "cli", "keys create", target=key.id,
+                  detail={"role": role, "expires_at": key.expires_at})
+    if json_out:
+        print_json({**key.as_dict(), "key": text})
+        return
+    say(f"created {role} key {key.id}" + (f" (expires {key.expires_at})" if key.expires_at else ""))
+    say("store it now, it is not shown again:")
+    typer.echo(text)
+
+
+@keys_app.command("list")
+def keys_list(store: StoreArg, json_out: JsonOpt = False) -> None:
+    """Every key with its role, expiry and revocation (never the secret)."""
+    from vismerch.catalog import access
+
+    keys = [k.as_dict() for k in access.list_keys(open_store(store))]
+    if json_out:
+        print_json(keys)
+        return
+    table("API keys", ["id", "role", "name", "created", "expires", "revoked", "active"],
+          [[k["id"], k["role"], k["name"], k["created_at"], k["expires_at"], k["revoked_at"], k["active"]]
+           for k in keys])
+
+
+@keys_app.command("revoke")
+def keys_revoke(store: StoreArg, key_id: Annotated[str, typer.Argument(help="Key id (see keys list).")],
+                json_out: JsonOpt = False) -> None:
+    """Revoke a key: the server refuses it (401) from the next request on."""
+    from vismerch.catalog import access
+
+    st = open_store(store)
+    key = access.revoke_key(st, key_id)
+    access.record(st, "cli", "keys revoke", target=key_id)
+    done(key.as_dict(), json_out, f"revoked {key_id} at {key.revoked_at}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(keys_app, name="keys")

@@ -1,0 +1,38 @@
+"""`vismerch serve STORE [--host 127.0.0.1] [--port 8000]`: the REST API (uvicorn + FastAPI)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from vismerch.cli.output import StoreArg, say
+
+
+def serve_cmd(
+    store: StoreArg,
+    host: Annotated[str, typer.Option(
+        "--host", help="Address to bind. The default is loopback only; "
+        "put a TLS proxy in front before binding wider.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port.")] = 8000,
+    workers: Annotated[int, typer.Option("--threads", min=1, max=256,
+                                         help="Threads answering requests at once.")] = 40,
+) -> None:
+    """Serve the store over HTTP: /api/v1 (keys: `vismerch keys create`), OpenAPI at /openapi.json."""
+    import uvicorn
+
+    from vismerch.serve.app import create_app
+    from vismerch.service.workspace import Workspace
+
+    workspace = Workspace.open(store)
+    app = create_app(workspace, workspace.settings, threads=workers)
+
+    say(f"serving {store} on http://{host}:{port}  (OpenAPI: http://{host}:{port}/openapi.json)")
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        workspace.close()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve_cmd)

@@ -1,0 +1,136 @@
+"""The HTTP API: ``create_app(workspace, settings)`` builds the FastAPI app over one workspace.
+
+Routes live in ``serve/routes/`` (one module per resource), each only parsing, calling the
+service layer and rendering. This module wires what they share: the versioned prefix, the
+error bodies, auth, the audit log of every write, CORS (off unless configured).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute
+
+from vismerch import __version__
+from vismerch.catalog import access
+from vismerch.config import Settings, load_settings, setting
+from vismerch.serve import errors
+from vismerch.serve.auth import Authenticator, RateLimiter
+
+API_PREFIX = "/api/v1"
+ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin")
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_AUDIT_BODY_BYTES = 4096  # the start of a JSON write body is kept in the audit row
+
+
+class AuditMiddleware:
+    """Appends one audit row per write an authenticated key made (who, when, what, status)."""
+
+    def __init__(self, app: Any, store_of: Any):
+        self.app, self.store_of = app, store_of
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] not in WRITE_METHODS:
+            await self.app(scope, receive, send)
+            return
+        seen = {"status": None, "body": b""}
+        json_body = b"json" in dict(scope.get("headers") or []).get(b"content-type", b"")
+
+        async def receive_and_keep() -> dict:
+            message = await receive()
+            if json_body and message.get("type") == "http.request":
+                seen["body"] = (seen["body"] + message.get("body", b""))[:_AUDIT_BODY_BYTES]
+            return message
+
+        async def send_and_watch(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                seen["status"] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive_and_keep, send_and_watch)
+        finally:
+            principal = (scope.get("state") or {}).get("principal")
+            if principal is not None:
+                detail: dict[str, Any] = {}
+                if scope.get("query_string"):
+                    detail["query"] = scope["query_string"].decode(errors="replace")
+                if seen["body"]:
+                    try:
+                        detail["body"] = json.loads(seen["body"])
+                    except ValueError:
+                        detail["body"] = seen["body"].decode(errors="replace")
+                await anyio.to_thread.run_sync(lambda: access.record(
+                    self.store_of(), principal.key_id, f"{scope['method']} {scope['path']}",
+                    role=principal.role, target=scope["path"], status=seen["status"] or 500,
+                    detail=detail or None))
+
+
+def needed_role(route: APIRoute) -> str | None:
+    """The role a route's ``require(...)`` dependency asks for; None for a public route."""
+    stack = list(route.dependant.dependencies)
+    while stack:
+        dep = stack.pop()
+        role = getattr(dep.call, "needed_role", None)
+        if role:
+            return role
+        stack.extend(dep.dependencies)
+    return None
+
+
+def route_table(router: APIRouter) -> list[tuple[str, str, str | None]]:
+    """``(method, full path, needed role)`` of every route of ``router``."""
+    return [(method, API_PREFIX + route.path, needed_role(route))
+            for route in router.routes if isinstance(route, APIRoute) for method in sorted(route.methods)]
+
+
+def create_app(workspace: Any, settings: Settings | None = None, *, threads: int | None = None) -> FastAPI:
+    """The API over ``workspace`` (an open service Workspace: store per thread, settings).
+    ``threads``: how many sync requests run at once (anyio's pool; default 40)."""
+    settings = settings or getattr(workspace, "settings", None) or load_settings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if threads:
+            anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        yield
+
+    def store_of() -> Any:
+        return workspace.store
+
+    app = FastAPI(
+        title="vismerch", version=__version__,
+        description="Visual merchandising API: catalog, search, duplicates, quality, collections, "
+                    "rules, arrangements, versions, ingest jobs, plan, and a storefront read.",
+        openapi_url="/openapi.json", docs_url="/docs", redoc_url=None, lifespan=lifespan,
+    )
+    app.state.workspace = workspace
+    app.state.settings = settings
+    app.state.store_of = store_of
+    app.state.auth = Authenticator(store_of, RateLimiter(setting(settings, "serve_rate_limit"),
+                                                         setting(settings, "serve_rate_burst")))
+    errors.install(app)
+    app.state.route_table = []
+    for name in ROUTE_MODULES:
+        module = importlib.import_module(f"vismerch.serve.routes.{name}")
+        app.include_router(module.router, prefix=API_PREFIX, responses=errors.ERROR_RESPONSES)
+        app.state.route_table += route_table(module.router)
+        if hasattr(module, "setup"):  # per-app state a module keeps (caches)
+            module.setup(app)
+    app.add_middleware(AuditMiddleware, store_of=store_of)
+    origins = [o.strip() for o in str(setting(settings, "serve_cors_origins")).split(",") if o.strip()]
+    if origins:
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_credentials=False,
+                           allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                           allow_headers=["Authorization", "X-API-Key", "Content-Type", "If-Match",
+                                          "If-None-Match"], expose_headers=["ETag", "Retry-After"])
+    return app

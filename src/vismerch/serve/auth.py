@@ -1,0 +1,122 @@
+"""Who is calling and may they: API keys, roles, the storefront scope and a per-key rate limit.
+
+Roles rank viewer < merchandiser < publisher < admin; a route names the lowest role it
+needs (``require("publisher")``). ``storefront`` keys are a scope apart: they may only read
+published grids (routes that ``require("storefront")``, which every role may read too).
+
+A key is sent as ``Authorization: Bearer vmk_...`` or ``X-API-Key: vmk_...``. Its scrypt
+check runs once per key and process; after that a verified key is known by the SHA-256 of
+its text, and only its row (revoked? expired?) is read per request, so revocation is
+immediate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fastapi import Depends, Request
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from vismerch.catalog import access
+from vismerch.serve.errors import ApiError
+
+LEVELS = (access.STOREFRONT, *access.ROLES)
+_bearer = HTTPBearer(auto_error=False, description="An API key: Authorization: Bearer vmk_...")
+_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="An API key (vmk_...)")
+
+
+@dataclass(frozen=True)
+class Principal:
+    key_id: str
+    role: str
+
+
+def allowed(role: str, needed: str) -> bool:
+    """May a key of ``role`` call a route that needs ``needed``?"""
+    if needed == access.STOREFRONT:
+        return True  # every kind of key reads published grids
+    if role == access.STOREFRONT:
+        return False
+    return access.ROLES.index(role) >= access.ROLES.index(needed)
+
+
+class RateLimiter:
+    """Token bucket per key: ``rate`` requests a second on average, bursts of ``burst``."""
+
+    def __init__(self, rate: float, burst: int):
+        self.rate, self.burst = float(rate), max(1, int(burst))
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, key: str) -> float:
+        """0 when the request may go ahead, else the seconds until it may."""
+        if self.rate <= 0:
+            return 0.0
+        now = time.monotonic()
+        with self._lock:
+            tokens, last = self._buckets.get(key, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - last) * self.rate)
+            if tokens >= 1.0:
+                self._buckets[key] = (tokens - 1.0, now)
+                return 0.0
+            self._buckets[key] = (tokens, now)
+            return (1.0 - tokens) / self.rate
+
+
+class Authenticator:
+    """Resolves a request's key to a Principal, or raises 401/429."""
+
+    def __init__(self, store_of: Callable[[], object], limiter: RateLimiter):
+        self._store_of = store_of
+        self._limiter = limiter
+        self._verified: dict[str, str] = {}  # sha256(key text) -> key id, after one scrypt check
+        self._lock = threading.Lock()
+
+    def principal(self, text: str | None) -> Principal:
+        if not text:
+            raise ApiError(401, "unauthenticated", "this route needs an API key",
+                           hint="send Authorization: Bearer <key> (make one: vismerch keys create STORE)",
+                           headers={"WWW-Authenticate": "Bearer"})
+        store = self._store_of()
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        key_id = self._verified.get(digest)
+        key = access.get_key(store, key_id) if key_id else access.verify_key(store, text)
+        if key is None:
+            raise ApiError(401, "unauthenticated", "unknown API key", headers={"WWW-Authenticate": "Bearer"})
+        if key_id is None:
+            with self._lock:
+                self._verified[digest] = key.id
+        if not key.usable():
+            why = "revoked" if key.revoked_at else "expired"
+            raise ApiError(401, "unauthenticated", f"API key {key.id} is {why}",
+                           hint="ask an admin for a new key", headers={"WWW-Authenticate": "Bearer"})
+        wait = self._limiter.take(key.id)
+        if wait > 0:
+            raise ApiError(429, "rate_limited", f"too many requests for key {key.id}",
+                           hint="slow down; see Retry-After", headers={"Retry-After": str(math.ceil(wait))})
+        return Principal(key.id, key.role)
+
+
+def require(needed: str) -> Callable[..., Principal]:
+    """A dependency that lets through keys whose role allows ``needed`` (401/403/429 otherwise)."""
+    if needed not in LEVELS:
+        raise ValueError(f"unknown role {needed!r}")
+
+    def dependency(request: Request,
+                   bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
+                   header: str | None = Depends(_header)) -> Principal:
+        text = bearer.credentials if bearer is not None else header
+        principal = request.app.state.auth.principal(text)
+        request.state.principal = principal
+        if not allowed(principal.role, needed):
+            raise ApiError(403, "forbidden", f"a {principal.role} key may not do this (needs {needed})",
+                           hint="use a key with a higher role")
+        return principal
+
+    dependency.needed_role = needed  # the role matrix test reads it from the route table
+    return dependency

@@ -1,0 +1,84 @@
+"""Admin: API keys (create shows the key once; list; revoke) and the audit log of writes."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from pydantic import BaseModel, Field
+
+from vismerch.catalog import access
+from vismerch.errors import NotFound
+from vismerch.serve.auth import require
+from vismerch.serve.routes.common import page_limit, store
+
+router = APIRouter(tags=["admin"])
+admin = Depends(require("admin"))
+
+
+class KeyInfo(BaseModel):
+    id: str
+    role: str
+    name: str | None
+    created_at: str
+    expires_at: str | None
+    revoked_at: str | None
+    active: bool
+
+
+class NewKey(BaseModel):
+    role: Literal["viewer", "merchandiser", "publisher", "admin", "storefront"]
+    name: str | None = Field(None, max_length=200)
+    expires: str | None = Field(None, description="Lifetime such as 30d, 12h, 90m or 2w; none = never",
+                                pattern=r"^[1-9]\d{0,5}[mhdw]$")
+
+
+class CreatedKey(KeyInfo):
+    key: str = Field(description="The key itself: shown only now, only its salted hash is kept")
+
+
+class AuditEntry(BaseModel):
+    id: int
+    at: str
+    actor: str
+    role: str | None
+    action: str
+    target: str | None
+    status: int | None
+    detail: dict[str, Any] | None
+
+
+class AuditPage(BaseModel):
+    items: list[AuditEntry]
+    next_after: int | None = Field(description="Pass as ?after= for the next page; null at the end")
+
+
+@router.get("/keys", response_model=list[KeyInfo], summary="API keys (never their secrets)")
+def list_keys(request: Request, _: object = admin) -> list[dict[str, Any]]:
+    return [k.as_dict() for k in access.list_keys(store(request))]
+
+
+@router.post("/keys", response_model=CreatedKey, status_code=201, summary="Make an API key (shown once)")
+def create_key(request: Request, new: NewKey, _: object = admin) -> dict[str, Any]:
+    expires = access.parse_duration(new.expires) if new.expires else None
+    text, key = access.create_key(store(request), new.role, expires_in=expires, name=new.name)
+    return {**key.as_dict(), "key": text}
+
+
+@router.delete("/keys/{key_id}", response_model=KeyInfo, summary="Revoke a key (takes effect at once)")
+def revoke_key(request: Request, key_id: Annotated[str, Path(max_length=64)], _: object = admin
+               ) -> dict[str, Any]:
+    if access.get_key(store(request), key_id) is None:
+        raise NotFound("API key", key_id)
+    return access.revoke_key(store(request), key_id).as_dict()
+
+
+@router.get("/audit", response_model=AuditPage, summary="The audit log of writes, oldest first")
+def audit(request: Request,
+          after: Annotated[int, Query(ge=0, le=2**62, description="Cursor: entries after this id")] = 0,
+          limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+          actor: Annotated[str | None, Query(max_length=64, description="Only this key id")] = None,
+          _: object = admin) -> dict[str, Any]:
+    limit = page_limit(request, limit)
+    items = access.audit_entries(store(request), after=after, limit=limit, actor=actor)
+    return {"items": items, "next_after": items[-1]["id"] if len(items) == limit else None}

@@ -1,0 +1,58 @@
+"""What the route modules share: the request's store and settings, paging, ETag helpers."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from fastapi import Request
+
+from vismerch.config import setting
+from vismerch.serve.errors import ApiError
+
+
+def store(request: Request) -> Any:
+    """This thread's store of the app's workspace."""
+    return request.app.state.store_of()
+
+
+def workspace(request: Request) -> Any:
+    return request.app.state.workspace
+
+
+def settings(request: Request) -> Any:
+    return request.app.state.settings
+
+
+def page_limit(request: Request, limit: int) -> int:
+    """``limit`` capped at the serve_page_limit setting."""
+    return max(1, min(int(limit), int(setting(settings(request), "serve_page_limit"))))
+
+
+def encode_cursor(value: Any) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None, field: str = "cursor") -> Any:
+    """The value an earlier page's ``next_cursor`` encoded; 422 naming ``field`` when it is not one."""
+    if not cursor:
+        return None
+    try:
+        return json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise ApiError(422, "invalid", f"{field}: not a cursor this API gave out", field=field,
+                       hint="pass the next_cursor of the previous page, or nothing for the first") from None
+
+
+def quoted(tag: str) -> str:
+    return f'"{tag}"'
+
+
+def etag_matches(header: str | None, tag: str) -> bool:
+    """Does an If-None-Match / If-Match header name ``tag`` (or ``*``)?"""
+    if not header:
+        return False
+    wanted = {part.strip().removeprefix("W/").strip('"') for part in header.split(",")}
+    return "*" in wanted or tag in wanted

@@ -1,0 +1,78 @@
+"""Products: filtered pages with a cursor, facet counts, detail, similar items, thumbnails
+(by product id, never by path) and the images refused at ingest."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import FileResponse
+
+from vismerch.serve.auth import require
+from vismerch.serve.errors import ApiError
+from vismerch.serve.routes.common import page_limit, store, workspace
+from vismerch.service import catalog, search
+from vismerch.service.models import ErrorRow, Facets, ProductDetail, ProductPage, SearchResult
+
+router = APIRouter(tags=["products"])
+viewer = Depends(require("viewer"))
+ProductId = Annotated[str, Path(min_length=1, max_length=500, description="Product id")]
+
+
+def _filters(
+    category: Annotated[str | None, Query(max_length=200)] = None,
+    colour: Annotated[str | None, Query(max_length=100, description="A named colour, e.g. navy")] = None,
+    flag: Annotated[str | None, Query(max_length=100, description="A quality flag name, or any")] = None,
+    in_stock: Annotated[bool | None, Query()] = None,
+    price_min: Annotated[float | None, Query(ge=0, le=1e12)] = None,
+    price_max: Annotated[float | None, Query(ge=0, le=1e12)] = None,
+) -> dict:
+    return {"category": category, "colour": colour, "flag": flag, "in_stock": in_stock,
+            "price_min": price_min, "price_max": price_max}
+
+
+@router.get("/products", response_model=ProductPage, summary="Products, filtered, one page at a time")
+def list_products(request: Request, filters: dict = Depends(_filters),
+                  cursor: Annotated[str | None, Query(max_length=2000)] = None,
+                  limit: Annotated[int, Query(ge=1, le=1000, description="Capped at serve_page_limit")] = 50,
+                  _: object = viewer) -> ProductPage:
+    return catalog.list_products(workspace(request), cursor=cursor, limit=page_limit(request, limit),
+                                 **filters)
+
+
+@router.get("/products/facets", response_model=Facets, summary="Counts by category, colour, flag, stock")
+def facets(request: Request, filters: dict = Depends(_filters), _: object = viewer) -> Facets:
+    return catalog.facets(workspace(request), **filters)
+
+
+@router.get("/products/{product_id}", response_model=ProductDetail,
+            summary="One product: colours, quality, duplicate group, similar items")
+def product(request: Request, product_id: ProductId,
+            similar: Annotated[int, Query(ge=0, le=50, description="How many similar items")] = 8,
+            _: object = viewer) -> ProductDetail:
+    return catalog.product_detail(workspace(request), product_id, similar_k=similar)
+
+
+@router.get("/products/{product_id}/similar", response_model=SearchResult, summary="More like this")
+def similar(request: Request, product_id: ProductId, k: Annotated[int, Query(ge=1, le=200)] = 12,
+            same_category: bool = False, in_stock: bool = False, _: object = viewer) -> SearchResult:
+    return search.similar(workspace(request), product_id, k=k, same_category=same_category, in_stock=in_stock)
+
+
+@router.get("/products/{product_id}/thumbnail", response_class=FileResponse,
+            summary="The product's thumbnail image (any key, storefront included)",
+            responses={200: {"content": {"image/webp": {}, "image/jpeg": {}},
+                             "description": "The thumbnail"}})
+def thumbnail(request: Request, product_id: ProductId, _: object = Depends(require("storefront"))
+              ) -> FileResponse:
+    path = catalog.thumbnail_path(workspace(request), product_id)
+    thumbs = (store(request).path / "thumbs").resolve()
+    if not path.resolve().is_relative_to(thumbs):  # the store names it; still never leave thumbs/
+        raise ApiError(404, "not_found", f"product {product_id!r} has no thumbnail", field="product_id")
+    return FileResponse(path, media_type=catalog.thumbnail_media_type(path),
+                        headers={"Cache-Control": "public, max-age=86400"})
+
+
+@router.get("/errors", response_model=list[ErrorRow], summary="Images refused at ingest, with reasons")
+def refused(request: Request, _: object = viewer) -> list[ErrorRow]:
+    return catalog.errors(workspace(request))

@@ -1,0 +1,119 @@
+"""GET /storefront/collections/{collection}: a page of the published grid, for storefronts.
+
+Served from the precomputed grid that publish and rollback write (``catalog.grids``): per
+request one primary-key lookup (the grid's ETag) and, when that page was answered before,
+bytes from a small in-process cache. No model, feature shard or arrangement is touched. Answers
+carry an ETag (it changes with every publish or rollback) and Cache-Control; a matching
+If-None-Match gets 304.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from pydantic import BaseModel
+
+from vismerch.catalog.grids import grid_etag_only, read_grid
+from vismerch.serve.auth import require
+from vismerch.serve.errors import ApiError
+from vismerch.serve.routes.common import etag_matches, page_limit, quoted, store
+
+router = APIRouter(tags=["storefront"])
+# published grids are what a public storefront shows anyway; a minute of caching, then
+# revalidation with the ETag (a 304 costs one indexed query)
+CACHE_CONTROL = "public, max-age=60, must-revalidate"
+_CACHE_PAGES = 2048
+
+
+class GridSlot(BaseModel):
+    id: str
+    position: int  # 1-based over the whole grid
+    row: int  # 0-based at this width
+    column: int
+    thumbnail: str | None  # URL of the product's thumbnail (by id); null when it has none
+
+
+class StorefrontPage(BaseModel):
+    collection: str
+    version: str
+    columns: int
+    offset: int
+    limit: int
+    total: int
+    items: list[GridSlot]
+
+
+class _Pages:
+    """Rendered pages by (collection, publication, columns, offset, limit), LRU-bounded."""
+
+    def __init__(self, size: int):
+        self.size, self._pages = size, OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple) -> tuple[bytes, str] | None:
+        with self._lock:
+            hit = self._pages.get(key)
+            if hit is not None:
+                self._pages.move_to_end(key)
+            return hit
+
+    def put(self, key: tuple, value: tuple[bytes, str]) -> None:
+        with self._lock:
+            self._pages[key] = value
+            while len(self._pages) > self.size:
+                self._pages.popitem(last=False)
+
+
+def setup(app) -> None:
+    app.state.storefront_pages = _Pages(_CACHE_PAGES)
+
+
+def _render(request: Request, collection: str, columns: int, offset: int, limit: int) -> tuple[bytes, str]:
+    grid = read_grid(store(request), collection)
+    if grid is None:  # unpublished between the two queries
+        raise ApiError(404, "not_found", f"collection {collection!r} has no published arrangement")
+    ids, thumbs = grid["ids"], grid["thumbs"]
+    prefix = str(request.scope.get("root_path", "")) + "/api/v1/products/"
+    items = [{"id": pid, "position": k + 1, "row": k // columns, "column": k % columns,
+              "thumbnail": f"{prefix}{quote(pid, safe='')}/thumbnail" if thumbs[k] else None}
+             for k, pid in enumerate(ids[offset:offset + limit], start=offset)]
+    page = {"collection": collection, "version": grid["version_name"], "columns": columns,
+            "offset": offset, "limit": limit, "total": len(ids), "items": items}
+    tag = hashlib.sha256(json.dumps([grid["etag"], columns, offset, limit]).encode()).hexdigest()[:20]
+    return json.dumps(page, separators=(",", ":")).encode(), tag
+
+
+@router.get("/storefront/collections/{collection}", response_model=StorefrontPage,
+            summary="A page of a collection's published grid (ETag, Cache-Control)",
+            responses={304: {"description": "Not modified (If-None-Match matched the ETag)"}})
+def storefront_page(
+    request: Request,
+    collection: Annotated[str, Path(min_length=1, max_length=200)],
+    columns: Annotated[int, Query(ge=1, le=12, description="Grid width the storefront shows")] = 4,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Capped at serve_page_limit")] = 48,
+    if_none_match: Annotated[str | None, Header()] = None,
+    _: object = Depends(require("storefront")),
+) -> Response:
+    limit = page_limit(request, limit)
+    published = grid_etag_only(store(request), collection)
+    if published is None:
+        raise ApiError(404, "not_found", f"collection {collection!r} has no published arrangement",
+                       field="collection", hint="publish a version first (POST .../versions/{name}/publish)")
+    pages: _Pages = request.app.state.storefront_pages
+    key = (collection, published, columns, offset, limit)
+    hit = pages.get(key)
+    if hit is None:
+        hit = _render(request, collection, columns, offset, limit)
+        pages.put(key, hit)
+    payload, tag = hit
+    headers = {"ETag": quoted(tag), "Cache-Control": CACHE_CONTROL}
+    if etag_matches(if_none_match, tag):
+        return Response(status_code=304, headers=headers)
+    return Response(payload, media_type="application/json", headers=headers)

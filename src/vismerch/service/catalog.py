@@ -1,0 +1,112 @@
+"""Products: filtered pages, facets, detail, thumbnails, tags, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vismerch.catalog import browse
+from vismerch.service._util import check_k, decode_cursor, encode_cursor, require_product
+from vismerch.service.models import (
+    ColourTag,
+    ErrorRow,
+    FacetCount,
+    Facets,
+    ProductDetail,
+    ProductPage,
+    ProductSummary,
+    QualityMetric,
+    TagRow,
+)
+from vismerch.service.workspace import Workspace
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200  # a page is capped: larger asks get this many and a cursor
+
+
+def product_filter(ws: Workspace, *, category: str | None = None, colour: str | None = None,
+                   flag: str | None = None, in_stock: bool | None = None,
+                   price_min: float | None = None, price_max: float | None = None) -> browse.ProductFilter:
+    from vismerch.errors import InvalidInput
+
+    if price_min is not None and price_max is not None and price_min > price_max:
+        raise InvalidInput("price_min", f"price_min {price_min:g} is above price_max {price_max:g}")
+    return browse.ProductFilter(category=category, colour=colour, flag=flag, in_stock=in_stock,
+                                price_min=price_min, price_max=price_max,
+                                colour_min_share=float(ws.settings.search_colour_min_share))
+
+
+def _summaries(ws: Workspace, products: list) -> list[ProductSummary]:
+    ids = [p.id for p in products]
+    colours = browse.dominant_colours(ws.store, ids)
+    flags = browse.flag_names(ws.store, ids)
+    return [ProductSummary(id=p.id, title=p.title, category=p.category, brand=p.brand, price=p.price,
+                           stock=p.stock, colour=colours.get(p.id), flags=flags.get(p.id, []))
+            for p in products]
+
+
+def list_products(ws: Workspace, *, cursor: str | None = None, limit: int = DEFAULT_LIMIT,
+                  **filters) -> ProductPage:
+    """One page of products in id order. Filters: category, colour, flag (a flag name or
+    ``any``), in_stock, price_min, price_max. ``limit`` is capped at MAX_LIMIT."""
+    limit = min(check_k(limit, "limit", maximum=10**9), MAX_LIMIT)
+    flt = product_filter(ws, **filters)
+    products, more = browse.page(ws.store, flt, decode_cursor(cursor), limit)
+    return ProductPage(items=_summaries(ws, products), limit=limit, total=browse.count(ws.store, flt),
+                       next_cursor=encode_cursor(products[-1].id) if more and products else None)
+
+
+def facets(ws: Workspace, **filters) -> Facets:
+    """Counts by category, dominant colour, flag and stock state under the same filters."""
+    flt = product_filter(ws, **filters)
+    raw = browse.facets(ws.store, flt)
+    return Facets(**{k: [FacetCount(value=v, count=n) for v, n in rows] for k, rows in raw.items()},
+                  total=browse.count(ws.store, flt))
+
+
+def product_detail(ws: Workspace, product_id: str, *, similar_k: int = 8) -> ProductDetail:
+    """One product with its colours, every quality metric, duplicate group and similar items."""
+    from vismerch.service import duplicates, search
+
+    p = require_product(ws.store, product_id)
+    quality = [QualityMetric(**m) for m in browse.quality_metrics(ws.store, product_id)]
+    colours = [ColourTag(**c) for c in browse.product_colours(ws.store, product_id)]
+    group_id = browse.dup_group_of(ws.store, product_id)
+    similar = []
+    if p.status == "ok" and similar_k > 0:
+        try:
+            similar = search.similar(ws, product_id, k=similar_k).hits
+        except Exception:  # a store without vectors still shows the product
+            similar = []
+    return ProductDetail(
+        id=p.id, title=p.title, category=p.category, brand=p.brand, price=p.price, stock=p.stock,
+        colour=colours[0].name if colours else None, flags=[m.name for m in quality if m.flagged],
+        description=p.description, sales=p.sales, created_at=p.created_at, width=p.width,
+        height=p.height, attributes=p.attributes, colours=colours, quality=quality,
+        duplicate_group=duplicates.get_group(ws, group_id) if group_id is not None else None,
+        similar=similar, has_thumbnail=ws.store.thumb_path(product_id) is not None)
+
+
+def thumbnail_path(ws: Workspace, product_id: str) -> Path:
+    """The stored thumbnail of a product (found by id, never by a client-given path)."""
+    from vismerch.errors import NotFound
+
+    require_product(ws.store, product_id)
+    path = ws.store.thumb_path(product_id)
+    if path is None:
+        raise NotFound("thumbnail", product_id, f"product {product_id!r} has no thumbnail",
+                       hint="thumbnails are made at ingest (thumb_size > 0)")
+    return path
+
+
+def thumbnail_media_type(path: Path) -> str:
+    return {".webp": "image/webp", ".jpg": "image/jpeg"}.get(path.suffix, "application/octet-stream")
+
+
+def tags(ws: Workspace) -> list[TagRow]:
+    """Colour names and raised quality flags of every ok product."""
+    return [TagRow(**row) for row in ws.store.tags()]
+
+
+def errors(ws: Workspace) -> list[ErrorRow]:
+    """Images that were refused, with the reason."""
+    return [ErrorRow(**row) for row in ws.store.errors()]

@@ -1,0 +1,306 @@
+"""Typed results of the service layer (pydantic: the HTTP layer reuses them as its
+OpenAPI response models, the CLI renders them or dumps ``model_dump()`` as JSON)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class Hit(BaseModel):
+    id: str
+    score: float
+
+
+class ColourTag(BaseModel):
+    name: str
+    hex: str
+    weight: float
+
+
+class QualityMetric(BaseModel):
+    name: str
+    value: float
+    flagged: bool = True
+
+
+class ProductSummary(BaseModel):
+    id: str
+    title: str | None = None
+    category: str | None = None
+    brand: str | None = None
+    price: float | None = None
+    stock: float | None = None
+    colour: str | None = Field(None, description="Dominant named colour of the image.")
+    flags: list[str] = Field(default_factory=list, description="Raised quality flags.")
+
+
+class ProductPage(BaseModel):
+    items: list[ProductSummary]
+    next_cursor: str | None = Field(None, description="Pass as `cursor` for the next page; null at the end.")
+    limit: int
+    total: int = Field(description="Products matching the filters (all pages).")
+
+
+class FacetCount(BaseModel):
+    value: str
+    count: int
+
+
+class Facets(BaseModel):
+    category: list[FacetCount]
+    colour: list[FacetCount]
+    flag: list[FacetCount]
+    stock: list[FacetCount]
+    total: int
+
+
+class DupReview(BaseModel):
+    decision: Literal["keep", "distinct"]
+    keep: str | None = None
+    by: str | None = None
+    at: str
+    complete: bool = Field(description="Every pair of the group's members has a decision.")
+
+
+class DupGroup(BaseModel):
+    group: int
+    representative: str | None
+    members: list[str]
+    status: Literal["pending", "reviewed"]
+    review: DupReview | None = None
+
+
+class ProductDetail(ProductSummary):
+    description: str | None = None
+    sales: float | None = None
+    created_at: str | None = None
+    width: int | None = None
+    height: int | None = None
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    colours: list[ColourTag] = Field(default_factory=list)
+    quality: list[QualityMetric] = Field(default_factory=list, description="Every measured metric.")
+    duplicate_group: DupGroup | None = None
+    similar: list[Hit] = Field(default_factory=list)
+    has_thumbnail: bool = False
+
+
+class TagRow(BaseModel):
+    id: str
+    colours: list[ColourTag]
+    flags: list[QualityMetric]
+
+
+class AttributeTag(BaseModel):
+    name: str
+    score: float
+
+
+class AttributeTagRow(BaseModel):
+    id: str
+    tags: list[AttributeTag]
+    model_config = {"extra": "allow"}
+
+
+class ErrorRow(BaseModel):
+    product_id: str
+    image_path: str
+    reason: str
+    detail: str
+
+
+class QueueItem(BaseModel):
+    queue: Literal["quality", "audit"]
+    product_id: str
+    item: str = Field(description="The flag name (quality) or the audit kind (audit).")
+    value: float | None = Field(None, description="Measured value (quality) or CIEDE2000 distance (audit).")
+    listed: str | None = None
+    observed: str | None = None
+    status: Literal["open", "resolved", "ignored"]
+    note: str | None = None
+    by: str | None = None
+    at: str | None = None
+
+
+class Collection(BaseModel):
+    name: str
+    kind: str
+    definition: dict[str, Any]
+    auto: bool
+    size: int
+    parent: str | None = None
+
+
+class Rule(BaseModel):
+    id: int
+    kind: str
+    scope: str | None = None
+    reach: Literal["collection", "subtree"] = "collection"
+    condition: str | None = None
+    product_id: str | None = None
+    position: int | None = None
+    factor: float = 0.0
+    oos_policy: str = "release"
+    enabled: bool = True
+    note: str | None = None
+    created_at: str | None = None
+    starts_at: str | None = None
+    ends_at: str | None = None
+    active: bool = Field(True, description="Enabled and inside its start/end dates now.")
+    description: str = ""
+
+
+class RuleLogRow(BaseModel):
+    id: int
+    rule_id: int
+    collection: str
+    kind: str
+    product_id: str
+    substitute_id: str | None = None
+    position: int | None = None
+    created_at: str
+    reverted_at: str | None = None
+
+
+class Slot(BaseModel):
+    position: int
+    id: str
+    reason: str
+    kind: str
+    score: float
+    rank: int
+    plain_position: int
+
+
+class Breakpoint(BaseModel):
+    columns: int
+    in_depth: int
+    plain_in_depth: int
+    pairs: list[dict[str, Any]] = Field(default_factory=list)
+    model_config = {"extra": "allow"}
+
+
+class ArrangementPreview(BaseModel):
+    collection: str
+    widths: list[int]
+    mode: str
+    size: int
+    slots: list[Slot]
+    business: dict[str, float]
+    breakpoints: list[Breakpoint]
+    hidden: list[dict[str, Any]] = Field(default_factory=list)
+    conflicts: list[dict[str, Any]] = Field(default_factory=list)
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    collapsed: dict[str, list[str]] = Field(default_factory=dict)
+    warnings: list[Any] = Field(default_factory=list)
+    backend: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class VersionItem(BaseModel):
+    position: int
+    id: str
+    reason: str = ""
+
+
+class Version(BaseModel):
+    id: int
+    collection: str
+    name: str
+    created_at: str
+    size: int
+    published: bool
+    etag: str = Field(description="Pass as If-Match to publish or roll back to this version.")
+
+
+class VersionDetail(Version):
+    params: dict[str, Any] = Field(default_factory=dict)
+    summary: dict[str, Any] = Field(default_factory=dict)
+    items: list[VersionItem]
+
+
+class VersionState(BaseModel):
+    collection: str
+    etag: str = Field(
+        description="Changes whenever a version of the collection is saved, published or rolled back.")
+    published: str | None = None
+    versions: list[Version]
+
+
+class VersionMove(BaseModel):
+    id: str
+    from_: int = Field(alias="from")
+    to: int
+    delta: int
+    model_config = {"populate_by_name": True}
+
+
+class VersionPosition(BaseModel):
+    id: str
+    position: int
+
+
+class VersionDiff(BaseModel):
+    collection: str
+    from_: str = Field(alias="from")
+    to: str
+    moved: list[VersionMove]
+    added: list[VersionPosition]
+    removed: list[VersionPosition]
+    unchanged: int
+    model_config = {"populate_by_name": True}
+
+
+class Published(BaseModel):
+    collection: str
+    published: str
+    id: int
+    etag: str
+
+
+class Export(BaseModel):
+    collection: str
+    version: str
+    format: Literal["csv", "json"]
+    media_type: str
+    text: str
+
+
+class StorefrontGrid(BaseModel):
+    collection: str
+    version: str
+    etag: str
+    columns: int
+    offset: int
+    total: int
+    items: list[dict[str, Any]] = Field(description="[{position, id, row, column, has_thumbnail}]")
+
+
+class Job(BaseModel):
+    id: int
+    kind: str
+    status: Literal["queued", "running", "done", "failed"]
+    params: dict[str, Any]
+    done: int
+    total: int
+    created_at: str
+    started_at: str | None = None
+    finished_at: str | None = None
+    summary: dict[str, Any] | None = None
+    error: str | None = None
+    by: str | None = None
+
+
+class Done(BaseModel):
+    """Acknowledgement of a write that returns nothing else."""
+
+    ok: bool = True
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class SearchResult(BaseModel):
+    mode: Literal["text", "colour", "hybrid", "similar", "image"]
+    query: str | None = None
+    colour: str | None = None
+    hits: list[Hit]

@@ -1,0 +1,123 @@
+"""Search: by text, colour or both (hybrid), more like a product, more like an uploaded image."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vismerch.errors import InvalidInput, UsageError
+from vismerch.service._util import check_k, require_product
+from vismerch.service.models import Hit, SearchResult
+from vismerch.service.workspace import Workspace
+
+MAX_UPLOAD_BYTES = 10 * 1024 * 1024  # an uploaded query image; pixels are capped by max_pixels
+
+
+def _hits(pairs: list[tuple[str, float]]) -> list[Hit]:
+    return [Hit(id=i, score=round(float(s), 4)) for i, s in pairs]
+
+
+def _allowed(ws: Workspace, category: str | None, in_stock: bool) -> set[str] | None:
+    if category is None and not in_stock:
+        return None
+    from vismerch.merch.similar import category_mask, in_stock_mask
+
+    products = ws.store.products()
+    keep = category_mask([p.category for p in products], category) if category is not None \
+        else np.ones(len(products), bool)
+    if in_stock:
+        keep &= in_stock_mask([p.stock for p in products])
+    return {p.id for p, k in zip(products, keep, strict=True) if k}
+
+
+def colour(ws: Workspace, colour: str, *, k: int = 12, category: str | None = None,
+           in_stock: bool = False) -> SearchResult:
+    """Products whose foreground is closest to a colour name or ``#hex``."""
+    from vismerch.features.colour import parse_colour
+    from vismerch.merch.search import search_by_colour
+
+    check_k(k)
+    try:
+        lab = parse_colour(colour)
+    except UsageError as exc:
+        raise InvalidInput("colour", exc.message, hint=exc.hint) from None
+    features = ws.features("colour")
+    hits: list[tuple[str, float]] = []
+    if len(features):
+        allowed = _allowed(ws, category, in_stock)
+        mask = None if allowed is None else np.array([i in allowed for i in features.ids])
+        hits = search_by_colour(features.ids, features.columns["palette_lab"],
+                                features.columns["palette_weight"], lab, k, allowed_mask=mask)
+    return SearchResult(mode="colour", colour=colour, hits=_hits(hits))
+
+
+def text(ws: Workspace, query: str | None = None, *, colour: str | None = None,
+         category: str | None = None, k: int = 12) -> SearchResult:
+    """Text search (neural image vectors and product titles, fused), constrained to a
+    colour when one is given (hybrid); a colour alone is a colour search."""
+    from vismerch.merch.semantic import semantic_search
+
+    check_k(k)
+    if not (query and query.strip()) and not colour:
+        raise InvalidInput("query", "give a text query, a colour, or both",
+                           hint="vismerch search STORE --colour navy")
+    if not (query and query.strip()):
+        return globals()["colour"](ws, colour, k=k, category=category)
+    if colour is not None:
+        from vismerch.features.colour import parse_colour
+
+        try:
+            parse_colour(colour)
+        except UsageError as exc:
+            raise InvalidInput("colour", exc.message, hint=exc.hint) from None
+    hits = semantic_search(ws.store, query, colour=colour, category=category, k=k,
+                           settings=ws.settings, device=ws.settings.device, cache=ws)
+    return SearchResult(mode="hybrid" if colour else "text", query=query, colour=colour, hits=_hits(hits))
+
+
+def similar(ws: Workspace, product_id: str, *, k: int = 12, same_category: bool = False,
+            in_stock: bool = False, backend: str | None = None) -> SearchResult:
+    """More like this: the k products most similar to ``product_id``."""
+    from vismerch.merch.similar import similar_items
+
+    check_k(k)
+    product = require_product(ws.store, product_id)
+    if product.status != "ok":
+        raise InvalidInput("product_id", f"product {product_id!r} has no features (its image was refused)")
+    index = ws.similarity_index(backend)
+    allowed = _allowed(ws, product.category if same_category else None, in_stock)
+    mask = None if allowed is None else np.array([i in allowed for i in index.ids])
+    return SearchResult(mode="similar", query=product_id,
+                        hits=_hits(similar_items(index, None, product_id, k, allowed_mask=mask)))
+
+
+def by_image(ws: Workspace, data: bytes, *, k: int = 12, category: str | None = None,
+             in_stock: bool = False, max_bytes: int = MAX_UPLOAD_BYTES) -> SearchResult:
+    """Products most like an uploaded image (its bytes), by the store's visual vectors.
+    Refuses more than ``max_bytes`` bytes or ``max_pixels`` pixels, and anything that is
+    not a supported image, as InvalidInput on ``image``."""
+    from vismerch.errors import DecodeError
+    from vismerch.imaging.decode import decode_image
+    from vismerch.merch.semantic import NEURAL_BACKENDS
+
+    check_k(k)
+    if len(data) > max_bytes:
+        raise InvalidInput("image", f"the image is {len(data):,} bytes; the limit is {max_bytes:,}")
+    try:
+        decoded = decode_image(data, working_size=int(ws.settings.working_size),
+                               max_pixels=int(ws.settings.max_pixels), thumb_size=None)
+    except DecodeError as exc:
+        raise InvalidInput("image", f"cannot use the uploaded image: {exc.message} ({exc.reason})") from None
+    index = ws.similarity_index()
+    if not len(index):
+        return SearchResult(mode="image", hits=[])
+    backend = (index.meta or {}).get("fingerprint")
+    name = ws.store.pick_backend(None, NEURAL_BACKENDS)
+    batch = decoded.pixels[None]
+    if name is not None:
+        vector = ws.encoder(backend).encode_images(batch).vectors
+    else:
+        from vismerch.features.colour import ColourBackend
+
+        vector = ColourBackend(settings=ws.settings).encode_images(batch).vectors
+    found = index.search(vector, k, _allowed(ws, category, in_stock))[0]
+    return SearchResult(mode="image", hits=_hits(found))
