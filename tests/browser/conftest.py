@@ -10,6 +10,7 @@ the README's screenshots there.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -93,7 +94,12 @@ def server(store, tmp_path_factory):
     # the first text search loads the text encoder (many seconds on a busy machine): warm it
     # in the background while the first tests run
     key = store[1]["viewer"]
-    threading.Thread(target=lambda: api(base, "GET", "/search?q=warm&k=1", key), daemon=True).start()
+
+    def warm() -> None:
+        with contextlib.suppress(OSError):  # only a warm-up: the search tests wait for themselves
+            api(base, "GET", "/search?q=warm&k=1", key, timeout=300)
+
+    threading.Thread(target=warm, daemon=True).start()
     yield base
     proc.terminate()
     try:
@@ -158,7 +164,7 @@ def sign_in(page, key: str) -> None:
 
 
 def api(server: str, method: str, path: str, key: str, body: dict | None = None,
-        headers: dict | None = None) -> tuple[int, dict, object]:
+        headers: dict | None = None, timeout: float = 60) -> tuple[int, dict, object]:
     """A plain HTTP call with a key (what a storefront or a script does): (status, headers, json)."""
     import json
 
@@ -166,7 +172,7 @@ def api(server: str, method: str, path: str, key: str, body: dict | None = None,
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json", **(headers or {})}
     req = urllib.request.Request(server + "/api/v1" + path, data=data, method=method, headers=headers)
     try:
-        with urllib.request.urlopen(req, timeout=30) as res:
+        with urllib.request.urlopen(req, timeout=timeout) as res:
             return res.status, dict(res.headers), json.loads(res.read() or b"null")
     except urllib.error.HTTPError as err:
         return err.code, dict(err.headers), json.loads(err.read() or b"null")

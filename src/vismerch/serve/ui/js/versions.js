@@ -58,7 +58,7 @@ export function versionsPanel(ctx, collection, { current, onChange }) {
   async function saveDraft(name) {
     try {
       const st = current();
-      await call("POST", `${base}/versions`, { body: { name, mode: st.mode } });
+      await call("POST", `${base}/versions`, { body: { name, mode: st.mode, columns: [st.columns, ...[2, 3, 4, 5].filter((w) => w !== st.columns)] } });
       ctx.toast(`Draft ${name} saved`);
       await refresh();
       await diff(name);
@@ -94,7 +94,8 @@ export function versionsPanel(ctx, collection, { current, onChange }) {
   async function publish(name) {
     conflict.hidden = true;
     try {
-      const res = await call("POST", `${base}/publish`, { body: { version: name }, ifMatch: etag });
+      const seen = versions.find((v) => v.name === name);
+      const res = await call("POST", `${base}/publish`, { body: { version: name, version_etag: seen ? seen.etag : null }, ifMatch: etag });
       ctx.toast(`Published ${res.data.published}`);
       await refresh();
       onChange();
