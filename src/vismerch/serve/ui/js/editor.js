@@ -4,7 +4,7 @@
 // affect the page; versions (save draft, diff, publish, rollback) in versions.js.
 
 import { call, enc, get, post } from "./api.js";
-import { clear, fmt, h, thumb } from "./dom.js";
+import { append, clear, fmt, h, thumb } from "./dom.js";
 import { versionsPanel } from "./versions.js";
 
 const WIDTHS = [2, 3, 4, 5];
@@ -219,9 +219,20 @@ export async function render(main, ctx, [id]) {
     let value = parts[st.overlay];
     if (st.overlay === "stock" && value === undefined) value = slot.stock > 0 ? 1 : 0;
     if (value === undefined || value === null) return h("div", { class: "overlay none" }, `${st.overlay}: –`);
-    const pct = Math.max(0, Math.min(1, value)) * 100;
+    const top = overlayMax(st.overlay);
+    const pct = top > 0 ? Math.max(0, Math.min(1, value / top)) * 100 : 0;
     return h("div", { class: `overlay ${st.overlay}`, title: `${st.overlay} ${fmt(value, 3)}` },
       h("div", { class: "bar", style: { width: `${pct}%` } }), h("span", {}, `${st.overlay} ${fmt(value, 2)}`));
+  }
+
+  // the largest value of a score part among the loaded slots: overlay bars are relative to it
+  function overlayMax(part) {
+    let top = 0;
+    for (const slot of st.slots) {
+      const v = slot.score && slot.score.parts ? slot.score.parts[part] : undefined;
+      if (typeof v === "number" && v > top) top = v;
+    }
+    return part === "stock" && top === 0 ? 1 : top;
   }
 
   function card(slot, index) {
@@ -324,7 +335,7 @@ export async function render(main, ctx, [id]) {
     const box = clear(tabs.why);
     const rules = st.rules.filter((r) => r.product === slot.id || (r.where && r.where.includes(JSON.stringify(slot.id))));
     const parts = (slot.score && slot.score.parts) || {};
-    box.append(
+    append(box, [
       thumb(slot.id, slot.title, "big"),
       h("h2", { class: "title" }, slot.title || slot.id),
       h("p", { class: "muted" }, `${slot.id} · position ${slot.position}`),
@@ -334,11 +345,11 @@ export async function render(main, ctx, [id]) {
       h("h3", {}, `Business score ${fmt(slot.score ? slot.score.total : null, 3)}`),
       h("table", { class: "parts" }, Object.entries(parts).map(([k, v]) => h("tr", {},
         h("td", {}, k), h("td", { class: "num" }, fmt(v, 3)),
-        h("td", {}, h("div", { class: "bar", style: { width: `${Math.max(0, Math.min(1, v || 0)) * 100}px` } }))))),
+        h("td", {}, h("div", { class: "bar", style: { width: `${Math.max(0, Math.min(1, v || 0)) * 160}px` } }))))),
       h("h3", {}, "Look-alike neighbours"),
       h("p", {}, (slot.lookalike_at || []).length ? `at ${slot.lookalike_at.join(", ")} columns` : "none at any width"),
       h("h3", {}, "Rules on this product"),
-      rules.length ? h("ul", {}, rules.map((r) => h("li", {}, ruleText(r)))) : h("p", { class: "muted" }, "none"));
+      rules.length ? h("ul", {}, rules.map((r) => h("li", {}, ruleText(r)))) : h("p", { class: "muted" }, "none")]);
     if (editable) {
       const pos = h("input", { id: "why-position", type: "number", min: 1, value: slot.position, "aria-label": "Pin at position", size: 5 });
       box.append(h("form", { class: "inline", id: "pin-form", on: { submit: (ev) => {

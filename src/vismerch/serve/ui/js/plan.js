@@ -70,7 +70,7 @@ function bars(title, rows, unit, id) {
     const w = ((value || 0) / max) * (width - left - 70);
     svg.append(s("text", { x: left - 6, y: y + 15, "text-anchor": "end", class: "plot-label" }, name),
       s("rect", { x: left, y: y + 3, width: Math.max(1, w), height: rowH - 7, class: "plot-bar" }),
-      s("text", { x: left + w + 4, y: y + 15, class: "plot-value" }, `${fmt(value, 3)} ${unit}`));
+      s("text", { x: left + w + 4, y: y + 15, class: "plot-value" }, unit === "$" ? `$${(value || 0).toFixed(2)}` : `${fmt(value, 3)} ${unit}`));
   });
   return svg;
 }

@@ -7,6 +7,7 @@ import { call, enc } from "./api.js";
 import { clear, fmt, h, thumb } from "./dom.js";
 
 const idOf = (x) => (typeof x === "string" ? x : x.id);
+const shortTime = (t) => (t ? t.replace("T", " ").replace(/:\d\dZ?$/, "").slice(5) : "–");
 
 export function versionsPanel(ctx, collection, { current, onChange }) {
   const canEdit = ctx.can("merchandiser");
@@ -43,13 +44,12 @@ export function versionsPanel(ctx, collection, { current, onChange }) {
     const published = versions.find((v) => v.published);
     list.append(h("p", { class: "muted", id: "published-now" }, published ? `Published: ${published.name}` : "Nothing published yet."));
     list.append(h("table", { class: "data" },
-      h("thead", {}, h("tr", {}, ["Version", "Saved", "By", "", ""].map((t) => h("th", {}, t)))),
+      h("thead", {}, h("tr", {}, ["Version", "Saved", "By", ""].map((t) => h("th", {}, t)))),
       h("tbody", {}, versions.map((v) => h("tr", { dataset: { version: v.name }, class: v.published ? "published" : "" },
         h("td", {}, v.name, v.published ? h("span", { class: "badge pinned" }, "live") : null),
-        h("td", {}, fmt(v.created_at)), h("td", {}, fmt(v.created_by)),
+        h("td", { title: v.created_at || "" }, shortTime(v.created_at)), h("td", { class: "code" }, fmt(v.created_by)),
         h("td", {}, h("button", { type: "button", class: "diff-btn", on: { click: () => diff(v.name) } }, "Diff"),
-          h("a", { href: `/api/v1${base}/versions/${enc(v.name)}/export?format=csv`, download: `${collection}-${v.name}.csv` }, "CSV")),
-        h("td", {},
+          h("a", { href: `/api/v1${base}/versions/${enc(v.name)}/export?format=csv`, download: `${collection}-${v.name}.csv` }, "CSV"),
           canPublish && !v.published ? h("button", { type: "button", class: "primary publish-btn", on: { click: () => publish(v.name) } }, "Publish") : null,
           canEdit && !v.published ? h("button", { type: "button", class: "update-btn", title: "Replace this draft's order with the arrangement shown",
             on: { click: () => updateDraft(v.name) } }, "Update") : null))))));
