@@ -154,3 +154,19 @@ def test_review_queues_accept_in_bulk(page, store, server):
                            arg=before - 1)
     _, _, resolved = api(server, "GET", "/queues/quality?status=resolved", keys["viewer"])
     assert any(r["product_id"] == product and r["item"] == item for r in resolved)
+
+
+def test_duplicate_group_keep_one(page, store, server):
+    _, keys, _ = store
+    _, _, groups = api(server, "GET", "/duplicates?status=pending", keys["viewer"])
+    assert groups, "the generated catalog plants a near-duplicate pair"
+    group = groups[0]
+    keep = group["members"][-1]
+    sign_in(page, keys["merchandiser"])
+    page.goto("/ui/#/review/duplicates")
+    box = page.locator(f"#review-body .group[data-group='{group['group']}']")
+    box.locator(f"input[type=radio][value='{keep}']").check()
+    box.locator("button:text('Keep chosen')").click()
+    page.wait_for_selector(f"#review-body .group[data-group='{group['group']}']", state="detached")
+    _, _, reviewed = api(server, "GET", f"/duplicates/{group['group']}", keys["viewer"])
+    assert reviewed["status"] == "reviewed" and reviewed["review"]["keep"] == keep

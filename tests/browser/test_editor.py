@@ -6,7 +6,7 @@ that loses nothing, roll back; a viewer sees no edit controls and the API refuse
 from __future__ import annotations
 
 import pytest
-from tests.browser.conftest import api, sign_in, snap
+from tests.browser.conftest import HOSTILE, api, sign_in, snap
 
 pytestmark = pytest.mark.browser
 # a page predicate: the card at position 1 shows product `id` (callers close the function)
@@ -136,3 +136,48 @@ def test_viewer_sees_no_edit_controls_in_the_editor_and_gets_403(page, store, se
     status, _, _ = api(server, "POST", f"/collections/{collection}/rollback", keys["viewer"], {},
                        headers={"If-Match": '"x"'})
     assert status == 403
+
+
+def test_multi_select_bury_search_to_place_and_hostile_titles_in_the_grid(page, store, server):
+    _, keys, rows = store
+    hostile = rows[0]
+    sign_in(page, keys["merchandiser"])
+    _open(page, hostile["category"])  # the category collection holding the hostile title
+    card = page.locator(f"#arrangement .slot[data-id='{hostile['id']}']")
+    assert card.locator(".title").inner_text() == HOSTILE and card.locator(".title img").count() == 0
+
+    # a collection nobody edited yet: the second largest category
+    _, _, items = api(server, "GET", "/collections", keys["viewer"])
+    other = sorted((c for c in items if c["kind"] == "category"), key=lambda c: -c["size"])[1]["id"]
+    _open(page, other)
+    total = page.locator("#arrangement .slot").count()
+    assert total >= 4
+    # ctrl-click two products and bury them: every other unflagged product now comes first
+    a, b = _at(page, 1).get_attribute("data-id"), _at(page, 2).get_attribute("data-id")
+    _at(page, 1).click()
+    _at(page, 2).click(modifiers=["Control"])
+    assert page.inner_text("#selection-count") == "2 selected"
+    page.click("#bury-selected")
+    page.wait_for_selector("#selection-count:text('0 selected')")
+    page.wait_for_function(FIRST_IS.replace("c.dataset.id === id", "c.dataset.id !== id") + "; }", arg=a)
+    slots = page.locator("#arrangement .slot").evaluate_all(
+        "els => els.map(e => [e.dataset.id, !!e.querySelector('.badge.flagged')])")
+    order = [pid for pid, _ in slots]
+    others = [order.index(pid) for pid, flagged in slots if pid not in (a, b) and not flagged]
+    assert max(others) < min(order.index(a), order.index(b)), slots
+    _, _, rules = api(server, "GET", f"/collections/{other}/rules", keys["viewer"])
+    assert any(r["kind"] == "bury" and a in (r["where"] or "") and b in (r["where"] or "") for r in rules)
+    # search-to-place: find the last product by its id and place it at 1
+    last = _at(page, total).get_attribute("data-id")
+    page.fill("#place-q", last)
+    page.fill("#place-pos", "1")
+    page.click(".place button[type=submit]")
+    page.click(f"#place-results button[title='Place {last}']")
+    page.wait_for_function(FIRST_IS + " && c.querySelector('.badge.pinned'); }", arg=last)
+    # overlays draw a bar per card; the why-here panel lists the score parts and the rule
+    page.select_option("#overlay", "sales")
+    assert page.locator("#arrangement .slot .overlay.sales").count() == total
+    _at(page, 1).click()
+    page.wait_for_selector("#tab-why table.parts tr")
+    assert "pinned" in page.inner_text("#tab-why .reasons")
+    assert page.dialogs == [] and page.console_errors == []

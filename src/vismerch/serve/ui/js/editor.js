@@ -322,6 +322,7 @@ export async function render(main, ctx, [id]) {
       grid.append(row);
     }
     more.hidden = grid.hidden || st.slots.length >= st.total;
+    markSelection();
     summary.textContent = `${st.total.toLocaleString("en")} products · ${st.slots.length} shown` +
       (st.share != null ? ` · business share ${fmt(st.share * 100, 1)}%` : "");
     if (st.focus) {
