@@ -153,6 +153,9 @@ def snap(page, name: str) -> None:
     folder = os.environ.get("VISMERCH_SCREENSHOTS")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
+        page.wait_for_function("() => [...document.images].filter(i => { const r = i.getBoundingClientRect();"
+                               " return r.bottom > 0 && r.top < innerHeight && r.width > 0; })"
+                               ".every(i => i.complete)")  # thumbnails in view have loaded
         page.screenshot(path=str(Path(folder) / f"{name}.png"))
 
 

@@ -91,7 +91,7 @@ async function queue(body, ctx, editable, name) {
         if (ev.target.checked) ticked.add(key(it)); else ticked.delete(key(it));
       } } }) : null),
       h("td", {}, thumb(it.product_id, it.product_id, "tiny")),
-      h("td", {}, h("a", { href: `#/catalog`, title: it.product_id }, it.product_id)),
+      h("td", { class: "code" }, it.product_id),
       h("td", {}, it.item),
       name === "audit" ? [h("td", {}, fmt(it.listed)), h("td", {}, fmt(it.observed))] : null,
       h("td", { class: "num" }, fmt(it.value, 3)),
