@@ -25,6 +25,7 @@ export class VirtualGrid {
     this.viewport.append(this.spacer);
     clear(host).append(this.viewport);
     this.frame = null;
+    this.nodes = new Map(); // index -> {item, node} drawn last time
     this.viewport.addEventListener("scroll", () => this.schedule());
     this.resize = new ResizeObserver(() => this.schedule());
     this.resize.observe(this.viewport);
@@ -43,6 +44,7 @@ export class VirtualGrid {
     this.done = false;
     this.loading = false;
     this.generation++;
+    this.nodes = new Map();
     this.viewport.scrollTop = 0;
     this.schedule();
   }
@@ -87,13 +89,18 @@ export class VirtualGrid {
     const inView = Math.ceil((top + height) / this.rowHeight + 2) * cols;
     const want = this.total === null ? 1 : Math.min(known, inView);
     if (want > this.items.length) this.ensure(want);
-    clear(this.layer);
     this.layer.style.transform = `translateY(${first * this.rowHeight}px)`;
     this.layer.style.gridTemplateColumns = `repeat(${cols}, ${this.cardWidth - 10}px)`;
+    // cards still in view are reused (no new DOM, no image reload); placeholders are redrawn
+    // once their page arrives
+    const nodes = new Map();
     for (let i = first * cols; i < Math.min(last * cols, Math.max(known, this.items.length)); i++) {
       const item = this.items[i];
-      this.layer.append(item ? this.renderCard(item, i) : h("div", { class: "card placeholder" }));
+      const old = this.nodes.get(i);
+      nodes.set(i, old && (old.item === item) ? old : { item, node: item ? this.renderCard(item, i) : h("div", { class: "card placeholder" }) });
     }
+    this.nodes = nodes;
+    this.layer.replaceChildren(...[...nodes.values()].map((n) => n.node));
     this.viewport.dispatchEvent(new CustomEvent("vgrid:drawn", { detail: { first: first * cols, total: known } }));
   }
 }
