@@ -8,6 +8,7 @@ chromium against `vismerch serve` on loopback:
 - first cards: sign-in to the first thumbnails drawn;
 - scroll: 100 animation frames scrolling down the grid, one row a frame (within 1,000); the frame times
   (p50/p95/max) and the most product cards ever in the DOM;
+- thumbnails requested during that scroll (they load when scrolling pauses);
 - deep jump: scrolled to a position 5,000 products down, time until real cards (not
   placeholders) show there (the cursor pages are fetched in order to reach it).
 
@@ -115,13 +116,16 @@ def measure(browser, path: Path, size: int) -> dict:
         page.wait_for_selector("#catalog-grid .card.product", timeout=60_000)
         first = time.perf_counter() - t0
         total = int(page.inner_text("#catalog-status").split()[0].replace(",", ""))
+        thumbs = []
+        page.on("request", lambda req: thumbs.append(req.url) if req.url.endswith("/thumbnail") else None)
         scroll = page.evaluate(SCROLL)
+        during = len(thumbs)
         page.evaluate("() => { document.querySelector('#catalog-grid .vgrid').scrollTop = 0; }")
         jump = page.evaluate(JUMP, min(5000, total - 10))
         page.close()
         return {"products": total, "first_cards_s": round(first, 3),
                 "frame_ms": {k: round(scroll[k], 2) for k in ("p50", "p95", "max")},
-                "dom_cards_max": scroll["dom_cards_max"],
+                "dom_cards_max": scroll["dom_cards_max"], "thumbnail_requests_while_scrolling": during,
                 "deep_jump_ms": round(jump, 1) if jump is not None else None, "size": size}
     finally:
         proc.terminate()
@@ -149,13 +153,14 @@ def main() -> None:
         print(json.dumps(rows, indent=2))
         return
     print(f"{'products':>9} {'first cards s':>13} {'frame p50/p95/max ms':>22} {'DOM cards':>9} "
-          f"{'jump 5,000 ms':>13} {'p95 ratio':>9}")
+          f"{'thumbs':>6} {'jump 5,000 ms':>13} {'p95 ratio':>9}")
     for r in rows:
         f = r["frame_ms"]
         frames = f"{f['p50']:.1f}/{f['p95']:.1f}/{f['max']:.1f}"
         jump = r["deep_jump_ms"] or float("nan")
         print(f"{r['products']:>9,} {r['first_cards_s']:>13.2f} {frames:>22} {r['dom_cards_max']:>9} "
-              f"{jump:>13.0f} {r['frame_p95_vs_smallest']:>9.2f}")
+              f"{r['thumbnail_requests_while_scrolling']:>6} {jump:>13.0f} "
+              f"{r['frame_p95_vs_smallest']:>9.2f}")
 
 
 if __name__ == "__main__":

@@ -67,7 +67,7 @@ export async function render(main, ctx) {
   function renderCard(item) {
     const card = h("div", { class: "card product", tabindex: "0", role: "button", dataset: { id: item.id },
       on: { click: () => openDrawer(item.id), keydown: (ev) => { if (ev.key === "Enter") openDrawer(item.id); } } },
-    thumb(item.id, ""), h("div", { class: "title" }, item.title || item.id), h("div", { class: "meta" }));
+    thumb(item.id, "", "thumb", true), h("div", { class: "title" }, item.title || item.id), h("div", { class: "meta" }));
     if (!fill(card, item)) {
       get(`/products/${enc(item.id)}`, { similar: 0 }).then((detail) => {
         summaries.set(item.id, detail);

@@ -58,9 +58,12 @@ export function thumbUrl(id) {
   return `/api/v1/products/${encodeURIComponent(id)}/thumbnail`;
 }
 
-// A thumbnail <img>; a missing image shows an empty tile, not a broken-image icon.
-export function thumb(id, title = "", cls = "thumb") {
-  const img = h("img", { class: cls, src: thumbUrl(id), alt: title || id, loading: "lazy", draggable: "false" });
+// A thumbnail <img>; a missing image shows an empty tile, not a broken-image icon. With
+// deferred, the URL waits in data-src until the owner (the virtual grid, once scrolling
+// pauses) sets it, so a fast scroll past thousands of products requests none of them.
+export function thumb(id, title = "", cls = "thumb", deferred = false) {
+  const img = h("img", { class: cls, alt: title || id, loading: "lazy", draggable: "false" });
+  if (deferred) img.dataset.src = thumbUrl(id); else img.src = thumbUrl(id);
   img.addEventListener("error", () => img.classList.add("missing"), { once: true });
   return img;
 }

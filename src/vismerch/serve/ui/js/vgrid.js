@@ -32,6 +32,7 @@ export class VirtualGrid {
   }
 
   destroy() {
+    clearTimeout(this.hydrateTimer);
     this.resize.disconnect();
     this.generation++;
   }
@@ -101,6 +102,14 @@ export class VirtualGrid {
     }
     this.nodes = nodes;
     this.layer.replaceChildren(...[...nodes.values()].map((n) => n.node));
+    // thumbnails load once the scroll pauses (img[data-src]): a fast scroll requests none
+    clearTimeout(this.hydrateTimer);
+    this.hydrateTimer = setTimeout(() => {
+      for (const img of this.layer.querySelectorAll("img[data-src]")) {
+        img.src = img.dataset.src;
+        img.removeAttribute("data-src");
+      }
+    }, 90);
     this.viewport.dispatchEvent(new CustomEvent("vgrid:drawn", { detail: { first: first * cols, total: known } }));
   }
 }
