@@ -181,3 +181,41 @@ def test_multi_select_bury_search_to_place_and_hostile_titles_in_the_grid(page, 
     page.wait_for_selector("#tab-why table.parts tr")
     assert "pinned" in page.inner_text("#tab-why .reasons")
     assert page.dialogs == [] and page.console_errors == []
+
+
+def test_a_stale_draft_edit_shows_a_conflict_and_keeps_the_users_order(page, store, server):
+    _, keys, _ = store
+    _, _, items = api(server, "GET", "/collections", keys["viewer"])
+    third = sorted((c for c in items if c["kind"] == "category"), key=lambda c: -c["size"])[2]["id"]
+    sign_in(page, keys["merchandiser"])
+    _open(page, third)
+    page.click("button[data-tab=versions]")
+    page.fill("#draft-name", "mine")
+    page.click("#save-draft button[type=submit]")
+    page.wait_for_selector("#versions-list tr[data-version='mine'] .update-btn")
+    # a colleague edits the same draft meanwhile (with the ETag they read): this page's is stale
+    _, headers, draft = api(server, "GET", f"/collections/{third}/versions/mine", keys["merchandiser"])
+    theirs = [item["id"] for item in draft["items"]][::-1]
+    status, _, _ = api(server, "PUT", f"/collections/{third}/versions/mine", keys["merchandiser"],
+                       {"ids": theirs}, headers={"If-Match": headers["etag"]})
+    assert status == 200
+    # this page moves a product, then saves its arrangement into the draft: 412, shown plainly
+    # (an in-stock product: an out-of-stock pin is released under the default policy)
+    pos = next(p for p in range(2, 9) if _at(page, p).locator(".badge.oos, .badge.flagged").count() == 0)
+    moved = _at(page, pos).get_attribute("data-id")
+    _at(page, pos).focus()
+    page.keyboard.press("Alt+ArrowLeft")
+    page.wait_for_function("([id, p]) => { const c = document.querySelector("
+                           "`#arrangement .slot[data-position='${p}']`); return c && c.dataset.id === id; }",
+                           arg=[moved, pos - 1])
+    mine = page.locator("#arrangement .slot").evaluate_all("els => els.map(e => e.dataset.id)")
+    page.click("#versions-list tr[data-version='mine'] .update-btn")
+    page.wait_for_selector("#conflict:visible")
+    assert "changed by someone else" in page.inner_text("#conflict")
+    _, _, now = api(server, "GET", f"/collections/{third}/versions/mine", keys["viewer"])
+    assert [item["id"] for item in now["items"]] == theirs  # theirs is intact
+    # nothing of this page's work was lost: saving it over theirs stores exactly its order
+    page.click("#save-mine")
+    page.wait_for_selector("#conflict", state="hidden")
+    _, _, now = api(server, "GET", f"/collections/{third}/versions/mine", keys["viewer"])
+    assert [item["id"] for item in now["items"]] == mine

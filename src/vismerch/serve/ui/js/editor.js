@@ -172,6 +172,19 @@ export async function render(main, ctx, [id]) {
     addRule(body, `${kind === "hide" ? "Hid" : "Buried"} ${ids.length} product${ids.length > 1 ? "s" : ""}`);
   }
 
+  // an exact product id first; otherwise a text search, within the category for a category page
+  async function findToPlace(text) {
+    try {
+      const exact = await get(`/products/${enc(text)}`, { similar: 0 });
+      return [{ id: exact.id }];
+    } catch (e) {
+      if (e.status !== 404) throw e;
+    }
+    const info = st.info || {};
+    const category = info.kind === "category" ? ((info.definition || {}).category || info.id) : null;
+    return (await get("/search", { q: text, k: 8, category })).hits;
+  }
+
   // search-to-place: find a product far down (or outside the first pages) and pin it
   function placeBox() {
     const q = h("input", { id: "place-q", type: "search", placeholder: "Find a product to place…", "aria-label": "Find a product to place" });
@@ -184,8 +197,7 @@ export async function render(main, ctx, [id]) {
       clear(results);
       let hits;
       try {
-        const known = st.slots.find((s) => s.id === text);
-        hits = known ? [{ id: text }] : (await get("/search", { q: text, k: 8 })).hits;
+        hits = await findToPlace(text);
       } catch (e) {
         ctx.fail(e);
         return;
@@ -353,10 +365,19 @@ export async function render(main, ctx, [id]) {
       rules.length ? h("ul", {}, rules.map((r) => h("li", {}, ruleText(r)))) : h("p", { class: "muted" }, "none")]);
     if (editable) {
       const pos = h("input", { id: "why-position", type: "number", min: 1, value: slot.position, "aria-label": "Pin at position", size: 5 });
+      const from = h("input", { id: "pin-from", type: "date", "aria-label": "From" });
+      const until = h("input", { id: "pin-until", type: "date", "aria-label": "Until" });
       box.append(h("form", { class: "inline", id: "pin-form", on: { submit: (ev) => {
         ev.preventDefault();
-        pinMany([[slot.id, parseInt(pos.value, 10)]]);
-      } } }, h("label", {}, "Pin at position ", pos), h("button", { type: "submit", class: "primary" }, "Pin")));
+        const when = { starts_at: from.value || null, ends_at: until.value || null };
+        if (when.starts_at || when.ends_at) {
+          addRule({ kind: "pin", product: slot.id, position: parseInt(pos.value, 10), ...when },
+            `Scheduled pin of ${slot.id} at ${pos.value}`);
+        } else {
+          pinMany([[slot.id, parseInt(pos.value, 10)]]);
+        }
+      } } }, h("label", {}, "Pin at position ", pos), h("label", {}, "from ", from), h("label", {}, "until ", until),
+      h("button", { type: "submit", class: "primary" }, "Pin")));
     }
   }
 
@@ -375,7 +396,8 @@ export async function render(main, ctx, [id]) {
         h("td", {}, String(r.id)), h("td", {}, r.kind),
         h("td", {}, r.kind === "pin" ? `${r.product} at ${r.position}` : `${r.where || ""}${r.factor ? ` · ${r.factor}` : ""}`),
         h("td", {}, fmt(r.starts_at)), h("td", {}, fmt(r.ends_at)), h("td", {}, fmt(r.reach)),
-        h("td", {}, fmt(r.collection)), h("td", {}, r.active === false ? "no" : "yes"),
+        h("td", {}, r.inherited_from ? `${r.inherited_from} (parent)` : (r.collection || "all collections")),
+        h("td", {}, r.active === false ? "no" : "yes"),
         h("td", {}, editable ? h("button", { type: "button", class: "danger", on: { click: async () => {
           try {
             await call("DELETE", `/rules/${r.id}`);
@@ -402,8 +424,18 @@ export async function render(main, ctx, [id]) {
     }
   }
 
+  // the next page of slots loads as the "Load more" button comes into view
+  const observer = new IntersectionObserver((entries) => {
+    if (entries.some((e) => e.isIntersecting) && !more.hidden && !st.loading) {
+      st.loading = true;
+      loadMore().finally(() => { st.loading = false; });
+    }
+  }, { rootMargin: "400px" });
+  observer.observe(more);
+  try { st.info = await get(`/collections/${enc(id)}`); } catch (_) { st.info = null; }
+
   tabs.versions.append(versionsPanel(ctx, id, { current: () => st, onChange: () => { reload(); if (!storefront.hidden) drawStorefront(); } }));
   await reload();
   if (st.slots.length) why(st.slots[0]);
-  return null;
+  return () => observer.disconnect();
 }
