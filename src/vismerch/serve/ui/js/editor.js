@@ -335,6 +335,12 @@ export async function render(main, ctx, [id]) {
     }
     more.hidden = grid.hidden || st.slots.length >= st.total;
     markSelection();
+    // say which overlays have data on this page (margin needs a cost column, for one)
+    for (const option of overlaySel.options) {
+      if (option.value === "none") continue;
+      const has = option.value === "stock" || st.slots.some((x) => x.score && x.score.parts && x.score.parts[option.value] !== undefined);
+      option.textContent = `overlay: ${option.value}${has ? "" : " (no data)"}`;
+    }
     summary.textContent = `${st.total.toLocaleString("en")} products · ${st.slots.length} shown` +
       (st.share != null ? ` · business share ${fmt(st.share * 100, 1)}%` : "");
     if (st.focus) {
