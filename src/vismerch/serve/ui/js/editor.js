@@ -56,7 +56,8 @@ export async function render(main, ctx, [id]) {
         if (!ids.length || !(pos >= 1)) { ctx.toast("Select products and type a position", "error"); return; }
         pinMany(ids.map((pid, i) => [pid, pos + i]));
       } } }, "Move"),
-      placeBox());
+      placeBox(),
+      h("span", { class: "muted hint" }, "Drag a card onto a position to pin it · Alt+arrows move the focused card · Ctrl/⌘-click or Space selects several"));
   } else {
     toolbar.append(h("span", { class: "muted" }, "Read-only: your key may not edit arrangements."));
   }
