@@ -68,6 +68,12 @@ def cli_markdown() -> str:
         "",
     ]
 
+    root_rows = [row for row in map(_param_row, root.params) if row]
+    if root_rows:
+        lines.extend(["## `vismerch` options (before the command)", "",
+                      "They apply to every command: `vismerch --config shop.toml tags STORE`.", "",
+                      "| name | kind | help |", "| --- | --- | --- |", *root_rows, ""])
+
     def walk(command, path: str) -> None:
         if hasattr(command, "commands"):
             for name in sorted(command.commands):
