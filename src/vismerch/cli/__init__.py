@@ -34,9 +34,18 @@ def _root(
         "(a command's own flag for it wins); repeatable.")] = None,
 ) -> None:
     """Root options: they hold for whichever command follows (read by ``cli.context``)."""
-    from vismerch.cli.context import RootOptions, parse_setting_flags
+    from vismerch.cli.context import RootOptions, parse_setting_flags, set_root_options
 
-    ctx.obj = RootOptions(config=config, overrides=parse_setting_flags(setting))
+    options = RootOptions(config=config, overrides=parse_setting_flags(setting))
+    ctx.obj = options
+    token = set_root_options(options)
+    ctx.call_on_close(lambda: _reset(token))
+
+
+def _reset(token) -> None:
+    from vismerch.cli.context import reset_root_options
+
+    reset_root_options(token)
 
 
 # modules whose ``register(app)`` adds commands (light imports only: heavy ones live in the commands)

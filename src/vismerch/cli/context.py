@@ -17,11 +17,10 @@ and passes the result on; it never calls ``load_settings`` itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import click
 
 from vismerch.config import Settings, load_settings
 from vismerch.errors import UsageError
@@ -29,10 +28,24 @@ from vismerch.errors import UsageError
 
 @dataclass(frozen=True)
 class RootOptions:
-    """What the root callback parsed (``ctx.obj`` of the root context)."""
+    """What the root callback parsed."""
 
     config: Path | None = None
     overrides: dict[str, str] = field(default_factory=dict)
+
+
+# set by the root callback on every run (typer vendors its own click, whose current-context
+# lookup is private, so the callback hands its options over here)
+_ROOT: ContextVar[RootOptions | None] = ContextVar("vismerch_root_options", default=None)
+
+
+def set_root_options(options: RootOptions) -> Any:
+    """Called by the root callback; returns the token ``reset_root_options`` takes."""
+    return _ROOT.set(options)
+
+
+def reset_root_options(token: Any) -> None:
+    _ROOT.reset(token)
 
 
 def parse_setting_flags(items: list[str] | None) -> dict[str, str]:
@@ -55,9 +68,7 @@ def parse_setting_flags(items: list[str] | None) -> dict[str, str]:
 
 def root_options() -> RootOptions:
     """The root options of the command being run (defaults outside a CLI run)."""
-    ctx = click.get_current_context(silent=True)
-    obj = ctx.find_root().obj if ctx is not None else None
-    return obj if isinstance(obj, RootOptions) else RootOptions()
+    return _ROOT.get() or RootOptions()
 
 
 def command_settings(flags: Mapping[str, Any] | None = None, *, config: Path | None = None) -> Settings:
