@@ -112,3 +112,20 @@ def test_nothing_ingestable_exits_1(tmp_path):
     (tmp_path / "imgs" / "a.jpg").write_bytes(b"")
     (tmp_path / "imgs" / "b.png").write_text("hello")
     assert main(["ingest", str(tmp_path / "imgs"), "--store", str(tmp_path / "s"), "--workers", "1"]) == 1
+
+
+def test_python_api_answers_as_the_cli(store):
+    """README's Python API (a path or an open Store) gives what the CLI prints."""
+    import vismerch
+
+    tags = _json(["tags", str(store), "--json"])
+    pid = tags[0]["id"]
+    cli_similar = _json(["similar", str(store), pid, "-k", "4", "--json"])
+    cli_colour = _json(["search", str(store), "--colour", "navy", "-k", "5", "--json"])
+    assert vismerch.similar(store, pid, k=4) == cli_similar
+    with vismerch.Store.open(store) as s:
+        assert vismerch.similar(s, pid, k=4) == cli_similar
+        assert vismerch.colour_search(s, "navy", k=5) == cli_colour
+        assert vismerch.search(s, colour="navy", k=5) == cli_colour
+    with pytest.raises(vismerch.errors.UsageError, match="no-such-id"):
+        vismerch.similar(store, "no-such-id")

@@ -95,6 +95,7 @@ class TagRow(BaseModel):
 class AttributeTag(BaseModel):
     name: str
     score: float
+    source: str | None = Field(None, description="label, few-shot or zero-shot.")
 
 
 class AttributeTagRow(BaseModel):
