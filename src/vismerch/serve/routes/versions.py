@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from vismerch.serve.auth import Principal, require
 from vismerch.serve.errors import ApiError
@@ -35,9 +35,16 @@ Width = Annotated[int, Field(ge=1, le=12)]
 
 class NewVersion(BaseModel):
     name: str = Field(min_length=1, max_length=120, description="Unique in the collection")
-    columns: Width | list[Width] | None = Field(
-        None, description="Grid width, or widths to optimise at once (first is the main one); default 4")
+    columns: list[Width] | None = Field(
+        None, min_length=1, max_length=12,
+        description="Grid widths to optimise at once, e.g. [2,3,4,5] (the first is the main one; a "
+                    "single number is taken as [n]); default [4]")
     mode: str = Field("mix", max_length=20, description="mix (spread colours) or flow (colour blocks)")
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def _one_width(cls, value: object) -> object:
+        return [value] if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 class NewOrder(BaseModel):
