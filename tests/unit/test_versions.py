@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from merch_fixtures import build_store
@@ -158,6 +161,49 @@ def test_publish_and_rollback_refuse_a_stale_publication_state(store, ws):
     S.edit_draft(ws, "dress", "c", ["P1"], expect=draft.etag)
     with pytest.raises(Stale):
         S.publish(ws, "dress", "c", expect=S.publication_etag(ws, "dress"), version_etag_seen=draft.etag)
+
+
+def test_racing_writers_with_one_etag_exactly_one_wins(store, ws):
+    """Threads (a store connection each, as server requests have) write with the same ETag at
+    once: the check and the write share one transaction, so exactly one lands."""
+    draft = S.save_order(ws, "dress", "race", ["P0", "P1", "P2", "P3"])
+    S.save_order(ws, "dress", "other", ["P5", "P4"])
+    orders = [list(p) for p in itertools.permutations(["P0", "P1", "P2", "P3"])][1:9]
+    barrier = threading.Barrier(len(orders))
+
+    def edit(order):
+        ws.store  # noqa: B018 - this thread's connection, opened before the race
+        barrier.wait()
+        try:
+            return S.edit_draft(ws, "dress", "race", order, expect=draft.etag).ids
+        except Stale:
+            return None
+
+    with ThreadPoolExecutor(len(orders)) as pool:
+        results = list(pool.map(edit, orders))
+    winners = [r for r in results if r is not None]
+    assert len(winners) == 1
+    after = S.get_version(ws, "dress", "race")
+    assert after.ids == winners[0] and after.revision == 2
+
+    seen = S.publication_etag(ws, "dress")
+    names = ["race", "other"] * 4
+    barrier = threading.Barrier(len(names))
+
+    def publish(name):
+        ws.store  # noqa: B018
+        barrier.wait()
+        try:
+            return S.publish(ws, "dress", name, expect=seen).published
+        except Stale:
+            return None
+
+    with ThreadPoolExecutor(len(names)) as pool:
+        published = [p for p in pool.map(publish, names) if p is not None]
+    assert len(published) == 1
+    assert S.published_version(ws, "dress").name == published[0]
+    assert read_grid(store, "dress")["version_name"] == published[0]
+    assert len(S.list_versions(ws, "dress").etag) and S.publication_etag(ws, "dress") != seen
 
 
 def test_exports(ws, tmp_path):
