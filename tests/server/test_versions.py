@@ -263,6 +263,10 @@ def test_bad_input_is_a_4xx_naming_the_field(served, coll):
     r = client.put(_url(coll, "/versions/bad-ids"), headers={**m, "If-Match": draft["etag"]},
                    json={"ids": [draft["ids"][0], draft["ids"][0]]})
     assert r.status_code == 422 and r.json()["error"]["field"] == "ids[1]"
+    r = client.put(_url(coll, "/versions/bad-ids"), headers={**m, "If-Match": draft["etag"]},
+                   json={"ids": []})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "ids"
+    assert client.get(_url(coll, "/versions/bad-ids"), headers=m).json()["ids"] == draft["ids"]
     assert client.get(_url("no-such-collection", "/versions"), headers=m).status_code == 404
     assert client.get(_url(coll, "/versions/nope"), headers=m).status_code == 404
     assert client.get(_url(coll, "/diff?a=nope&b=published"), headers=m).status_code == 404

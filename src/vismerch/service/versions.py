@@ -225,9 +225,9 @@ def edit_draft(ws: Workspace, collection: str, name: str, ids: Sequence[str], *,
     if name == PUBLISHED:
         raise InvalidInput("name", "the published version cannot be edited; edit a draft")
     row = _row(ws, collection, name)
-    if len(ids) > MAX_IDS:
-        raise InvalidInput("ids", f"ids lists {len(ids)} products; at most {MAX_IDS}")
     revision = _expected_version(row, expect, "your edit was not saved")
+    if not ids or len(ids) > MAX_IDS:
+        raise InvalidInput("ids", f"ids lists {len(ids)} products; a version holds 1 to {MAX_IDS}")
     known = {p.id for p in ws.store.products()}  # ok products: a refused image has nothing to show
     ids = pure.check_ids(ids, known)
     items = pure.reorder(row["items"], ids)
