@@ -212,6 +212,16 @@ MIGRATIONS: list[str] = [
         published_at TEXT NOT NULL
     );
     """,
+    # 6 (branch versions): editable drafts with optimistic concurrency. A version's ETag is
+    # "v<id>-<revision>"; an edit bumps revision. Who saved and who last edited it.
+    """
+    ALTER TABLE arrangement_versions ADD COLUMN revision INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE arrangement_versions ADD COLUMN created_by TEXT;
+    ALTER TABLE arrangement_versions ADD COLUMN updated_at TEXT;
+    ALTER TABLE arrangement_versions ADD COLUMN updated_by TEXT;
+    CREATE INDEX IF NOT EXISTS arrangement_publications_by_collection
+        ON arrangement_publications (collection, id);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

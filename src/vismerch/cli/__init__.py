@@ -53,6 +53,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "vismerch.cli.core",
     "vismerch.cli.plan",
     "vismerch.cli.arrange",
+    "vismerch.cli.versions",
     "vismerch.cli.serve",
     "vismerch.cli.keys",
 )

@@ -1,16 +1,15 @@
-"""Commands for collections and grid arrangement: collections, arrange, rules, versions.
+"""Commands for collections and grid arrangement: collections, arrange, rules.
 
     vismerch collections STORE [--json] [--create NAME --where EXPR | --from-column COL]
     vismerch arrange STORE --collection dresses --columns 4 [--columns-set 2,3,4,5]
                      --mode mix|flow [--preview out.png] [--html out.html] [--save NAME] [--json]
     vismerch rules add|list|remove|enable|disable|log|revert STORE ...
-    vismerch versions list|show|diff|publish|rollback|export STORE ...
+    (versions: cli/versions.py)
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -132,7 +131,6 @@ def arrange_cmd(
 ) -> None:
     """Arrange a collection for a grid: business first, no look-alike neighbours, explained."""
     from vismerch.config import load_settings
-    from vismerch.merch import versions
     from vismerch.merch.layout import arrange_collection
     from vismerch.merch.preview import html_page, lookalike_pairs, mosaic
 
@@ -148,8 +146,13 @@ def arrange_cmd(
                                 settings=load_settings())
     arr = result.arrangement
     saved = None
-    if save:
-        saved = versions.save_version(st, collection, save, result, publish=publish_it)
+    if save:  # through the service: --publish also rewrites the storefront grid
+        from vismerch.service import versions
+        from vismerch.service.workspace import Workspace
+
+        with Workspace.open(store) as ws:
+            saved = versions.save_order(ws, collection, save, result,
+                                        publish=publish_it).model_dump(exclude={"items", "ids"})
     if preview or html_out:
         tau = float(arr.params["lookalike_cosine"])
         vectors = result.vectors(arr.ids)
@@ -294,108 +297,7 @@ def rules_revert(store: StoreArg, log_id: Annotated[int, typer.Argument(
          f"{_safe(row['collection'])}")
 
 
-# ---------------------------------------------------------------- versions
-
-versions_app = typer.Typer(help="Saved arrangements: list, show, diff, publish, roll back, export.",
-                           no_args_is_help=True)
-CollectionArg = Annotated[str, typer.Argument(help="Collection name.")]
-
-
-@versions_app.command("list")
-def versions_list(store: StoreArg, collection: CollectionOpt = None, json_out: JsonOpt = False) -> None:
-    """Saved versions, oldest first (the published one is marked)."""
-    from vismerch.merch.versions import list_versions
-
-    rows = list_versions(_open(store), collection)
-    if json_out:
-        _print_json(rows)
-        return
-    _table("versions", ["collection", "name", "created", "size", "published"],
-           [[r["collection"], r["name"], r["created_at"], r["size"], "yes" if r["published"] else ""]
-            for r in rows])
-
-
-@versions_app.command("show")
-def versions_show(store: StoreArg, collection: CollectionArg,
-                  name: Annotated[str, typer.Argument(help="Version name or `published`.")],
-                  json_out: JsonOpt = False) -> None:
-    """One version's slots with their reasons."""
-    from vismerch.merch.versions import get_version
-
-    v = get_version(_open(store), collection, name)
-    if json_out:
-        _print_json(v)
-        return
-    _table(f"{collection} / {v['name']}", ["pos", "id", "reason"],
-           [[i["position"], i["id"], i["reason"]] for i in v["items"]])
-
-
-@versions_app.command("diff")
-def versions_diff(store: StoreArg, collection: CollectionArg,
-                  a: Annotated[str, typer.Argument(help="From version (or `published`).")],
-                  b: Annotated[str, typer.Argument(help="To version.")],
-                  json_out: JsonOpt = False) -> None:
-    """Products moved, added and removed between two versions."""
-    from vismerch.merch.versions import diff_versions
-
-    d = diff_versions(_open(store), collection, a, b)
-    if json_out:
-        _print_json(d)
-        return
-    rows = [[m["id"], "moved", m["from"], m["to"]] for m in d["moved"]]
-    rows += [[x["id"], "added", "", x["position"]] for x in d["added"]]
-    rows += [[x["id"], "removed", x["position"], ""] for x in d["removed"]]
-    _table(f"{collection}: {a} -> {b} ({d['unchanged']} unchanged)", ["id", "change", "from", "to"],
-           rows)
-
-
-@versions_app.command("publish")
-def versions_publish(store: StoreArg, collection: CollectionArg,
-                     name: Annotated[str, typer.Argument(help="Version to publish.")]) -> None:
-    """Mark a version as the one the storefront shows."""
-    from vismerch.merch.versions import publish
-
-    out = publish(_open(store), collection, name)
-    _say(f"published {_safe(collection)} / {_safe(out['published'])}")
-
-
-@versions_app.command("rollback")
-def versions_rollback(store: StoreArg, collection: CollectionArg,
-                      to: Annotated[str | None, typer.Option(
-                          "--to", help=
-                              "An earlier published version (default: the previous one).")] = None) -> None:
-    """Publish again the previously published version."""
-    from vismerch.merch.versions import rollback
-
-    out = rollback(_open(store), collection, to)
-    _say(f"rolled back {_safe(collection)} to {_safe(out['published'])}")
-
-
-@versions_app.command("export")
-def versions_export(
-    store: StoreArg, collection: CollectionArg,
-    name: Annotated[str, typer.Argument(
-        help="Version (default: the published one).")] = "published",
-    fmt: Annotated[str, typer.Option("--format", help="csv or json.")] = "csv",
-    out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="File to write (default: stdout).")] = None,
-    spreadsheet: Annotated[bool, typer.Option(
-        "--spreadsheet-safe/--raw", help=
-            "CSV: prefix cells starting with = + - @ tab or CR with ' so a spreadsheet shows "
-            "them instead of running them; --raw keeps ids byte for byte for machine sync.")] = True,
-) -> None:
-    """Export (position, product id) for syncing to a storefront."""
-    from vismerch.merch.versions import export_version
-
-    text = export_version(_open(store), collection, name, fmt, out, spreadsheet=spreadsheet)
-    if out is None:
-        sys.stdout.write(text)
-    else:
-        _say(f"wrote {_safe(out)}")
-
-
 def register(app: typer.Typer) -> None:
     app.command("collections")(collections_cmd)
     app.command("arrange")(arrange_cmd)
     app.add_typer(rules_app, name="rules")
-    app.add_typer(versions_app, name="versions")
