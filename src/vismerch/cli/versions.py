@@ -28,9 +28,9 @@ CollectionOpt = Annotated[str | None, typer.Option("--collection", "-c",
 
 
 def _workspace(store: Path):
-    from vismerch.service.workspace import Workspace
+    from vismerch.cli.context import open_workspace
 
-    return Workspace.open(store)
+    return open_workspace(store, {})  # root --config/--setting, env and TOML apply
 
 
 @versions_app.command("list")
