@@ -212,6 +212,16 @@ MIGRATIONS: list[str] = [
         published_at TEXT NOT NULL
     );
     """,
+    # 6 (branch urls): validators of images downloaded from URLs, so a re-run sends
+    # conditional requests and skips unchanged images on 304 without downloading them
+    """
+    CREATE TABLE remote_images (
+        url TEXT PRIMARY KEY,
+        sha256 TEXT NOT NULL,              -- content hash of the bytes last downloaded
+        etag TEXT, last_modified TEXT,     -- as the server sent them (NULL if it did not)
+        run_id INTEGER
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
