@@ -246,8 +246,8 @@ class HttpFetcher:
                     data = self._body(url, response, got_headers, started)
                     return status, location, Fetched(data, _header(got_headers, b"etag"),
                                                      _header(got_headers, b"last-modified"))
-        except AddressRefused:
-            raise
+        except AddressRefused as exc:  # on this hop's connection: never retried
+            raise FetchFailed(exc.reason, exc.message) from None
         except FetchFailed:
             raise
         except (httpcore.TimeoutException, TimeoutError):

@@ -113,7 +113,7 @@ def why_refused(ip: IPAddress) -> str | None:
         return f"{why} (as {inner} inside IPv6)" if why else None
     for test, name in (("is_unspecified", "unspecified"), ("is_loopback", "loopback"),
                        ("is_link_local", "link-local"), ("is_multicast", "multicast"),
-                       ("is_site_local", "site-local")):
+                       ("is_site_local", "site-local"), ("is_reserved", "reserved")):
         if getattr(ip, test, False):
             return f"a {name} address"
     if ip.version == 6 and ip in ipaddress.ip_network("fc00::/7"):
