@@ -146,7 +146,7 @@ def test_without_the_allow_list_every_loopback_url_is_refused(catalog, tmp_path)
             [sys.executable, "-m", "vismerch.cli", "ingest", str(manifest), "--store",
              str(tmp_path / "store"), "--workers", "1", "--json"],
             capture_output=True, text=True, timeout=300,
-            env={**_env(), "VISMERCH_FETCH_ALLOW_HOSTS": ""})
+            env=_env(fetch_allow_hosts=""))
         assert sum(server.hits.values()) == 0
     assert run.returncode == 1, run.stderr
     errors = subprocess.run(
@@ -195,7 +195,63 @@ def test_a_malformed_allow_list_stops_the_run_before_it_starts(catalog, tmp_path
     assert not (tmp_path / "s").exists()
 
 
-def _env() -> dict[str, str]:
+def _env(**settings) -> dict[str, str]:
     import os
 
-    return dict(os.environ)
+    return {**os.environ, **{f"VISMERCH_{k.upper()}": str(v) for k, v in settings.items()}}
+
+
+def _snapshot(path: Path) -> dict:
+    with Store.open(path) as store:
+        return {"products": [(p.id, p.sha256, p.status) for p in store.products(status=None)],
+                "tags": store.tags(), "groups": store.dup_groups(),
+                "errors": [(e["product_id"], e["reason"]) for e in store.errors()]}
+
+
+@pytest.mark.slow
+def test_sigkill_mid_run_resumes_and_downloads_only_what_was_not_committed(tmp_path):
+    import signal
+    import sqlite3
+    import time
+
+    cat = generate_catalog(tmp_path / "cat", n=40, seed=8, corrupt=False, size_range=(520, 600))
+    images = {p.name: p.read_bytes() for p in sorted(cat.images_dir.rglob("*")) if p.is_file()}
+    env = _env(fetch_allow_hosts="127.0.0.1", task_size=4, batch_size=4)
+    with ImageServer(images, slow_s=0.05) as server:
+        manifest = _manifest(tmp_path / "urls.csv", [
+            {"id": name, "image": server.url(f"/slow/{name}")} for name in images])
+
+        def cmd(store):
+            return [sys.executable, "-m", "vismerch.cli", "ingest", str(manifest), "--store",
+                    str(store), "--workers", "1", "--json"]
+
+        done = subprocess.run(cmd(tmp_path / "reference"), env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+        proc = subprocess.Popen(cmd(tmp_path / "killed"), env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline, committed = time.time() + 120, 0
+        while time.time() < deadline and proc.poll() is None and committed < 3:
+            db = tmp_path / "killed" / "store.sqlite"
+            if db.exists():
+                try:
+                    with sqlite3.connect(db, timeout=1) as con:
+                        committed = con.execute("SELECT COUNT(*) FROM shards").fetchone()[0]
+                except sqlite3.Error:
+                    committed = 0
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        with Store.open(tmp_path / "killed") as store:
+            partial = store.counts().get("ok", 0)
+        assert 0 < partial < len(images)
+
+        server.reset_counts()
+        resumed = subprocess.run(cmd(tmp_path / "killed"), env=env, capture_output=True, text=True,
+                                 timeout=300)
+        assert resumed.returncode == 0, resumed.stderr
+        # what was committed is asked for conditionally (304); the rest is downloaded once
+        assert server.downloads() == len(images) - partial
+        assert sum(server.not_modified.values()) == partial
+    assert _snapshot(tmp_path / "killed") == _snapshot(tmp_path / "reference")
