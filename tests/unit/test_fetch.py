@@ -120,17 +120,7 @@ def test_the_connection_goes_to_the_checked_address_and_keeps_the_host_name(serv
     """DNS rebinding: the name is resolved once per connection, checked, and that very
     address is connected to; a second lookup (which would say 10.0.0.1) never happens.
     The Host header is still the URL's name."""
-    real = socket.getaddrinfo
-    calls = []
-
-    def rebinding(host, port, *args, **kwargs):  # the resolver, not the guard
-        if host != "shop.test":
-            return real(host, port, *args, **kwargs)
-        calls.append(host)
-        ip = "127.0.0.1" if len(calls) == 1 else "10.0.0.1"
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port))]
-
-    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    calls = _rebind(monkeypatch, "shop.test", ["127.0.0.1", "10.0.0.1"])
     fetcher = HttpFetcher(_policy())
     assert fetcher.fetch(server.url("/img/a.jpg", host="shop.test")).data == DATA["a.jpg"]
     assert calls == ["shop.test"]
@@ -139,6 +129,48 @@ def test_the_connection_goes_to_the_checked_address_and_keeps_the_host_name(serv
     fresh = HttpFetcher(_policy())
     assert _reason(lambda: fresh.fetch(server.url("/img/a.jpg", host="shop.test"))) == \
         "fetch-refused-address"
+
+
+def _rebind(monkeypatch, name: str, answers: list[str]) -> list[str]:
+    """Resolve ``name`` to the next of ``answers`` each time (a DNS server that rebinds)."""
+    real = socket.getaddrinfo
+    calls: list[str] = []
+
+    def rebinding(host, port, *args, **kwargs):  # the resolver, not the guard
+        if host != name:
+            return real(host, port, *args, **kwargs)
+        calls.append(host)
+        ip = answers[min(len(calls), len(answers)) - 1]
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    return calls
+
+
+def test_https_checks_the_certificate_against_the_url_host_not_the_address(tmp_path, monkeypatch):
+    """The socket goes to the checked 127.0.0.1, but TLS sends SNI and verifies the
+    certificate for the URL's name: a certificate for shop.test passes for
+    https://shop.test and fails for https://127.0.0.1."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                    "-out", str(cert), "-days", "2", "-subj", "/CN=shop.test",
+                    "-addext", "subjectAltName=DNS:shop.test"], check=True, capture_output=True)
+    trust = ssl.create_default_context(cafile=str(cert))
+    calls = _rebind(monkeypatch, "shop.test", ["127.0.0.1"])
+    with ImageServer(DATA, tls=(str(cert), str(key))) as tls_server:
+        got = HttpFetcher(_policy(), ssl_context=trust).fetch(tls_server.url("/img/a.jpg", host="shop.test"))
+        assert got.data == DATA["a.jpg"] and calls == ["shop.test"]
+        assert tls_server.hosts[-1] == f"shop.test:{tls_server.port}"
+        by_address = HttpFetcher(_policy(retries=0), ssl_context=trust)
+        with pytest.raises(FetchFailed, match="(?i)certificate|hostname") as info:
+            by_address.fetch(tls_server.url("/img/a.jpg"))
+        assert info.value.reason == "fetch-connect-error"
 
 
 def test_in_order_keeps_order_and_reports_errors_per_job():

@@ -173,10 +173,11 @@ def _retry_after(value: str | None) -> float | None:
 class HttpFetcher:
     """Thread-safe downloader for http(s) URLs under one policy."""
 
-    def __init__(self, policy: FetchPolicy):
+    def __init__(self, policy: FetchPolicy, ssl_context: ssl.SSLContext | None = None):
+        """``ssl_context``: the certificates to trust (default: the system's)."""
         self.policy = policy
         self._pool = httpcore.ConnectionPool(
-            ssl_context=ssl.create_default_context(),
+            ssl_context=ssl_context or ssl.create_default_context(),
             max_connections=max(policy.concurrency, policy.per_host),
             network_backend=GuardedBackend(policy.allow),
         )

@@ -33,7 +33,9 @@ LAST_MODIFIED = formatdate(1_700_000_000, usegmt=True)
 class ImageServer:
     """``with ImageServer({"a.jpg": data}) as server: server.url("/img/a.jpg")``."""
 
-    def __init__(self, images: dict[str, bytes], slow_s: float = 2.0, big_bytes: int = 4 << 20):
+    def __init__(self, images: dict[str, bytes], slow_s: float = 2.0, big_bytes: int = 4 << 20,
+                 tls: tuple[str, str] | None = None):
+        """``tls``: (certificate, key) PEM files to serve HTTPS instead of HTTP."""
         self.images = dict(images)
         self.slow_s = slow_s
         self.big_bytes = big_bytes
@@ -46,6 +48,14 @@ class ImageServer:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
+        self.scheme = "http"
+        if tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            self.scheme = "https"
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
 
     @property
@@ -53,7 +63,7 @@ class ImageServer:
         return self._server.server_address[1]
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
-        return f"http://{host}:{self.port}{path}"
+        return f"{self.scheme}://{host}:{self.port}{path}"
 
     def downloads(self) -> int:
         return sum(self.bodies.values())
