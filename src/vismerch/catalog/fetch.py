@@ -236,10 +236,11 @@ class HttpFetcher:
             headers.append((b"If-Modified-Since", last_modified.encode("latin-1")))
         timeouts = {"connect": policy.timeout, "read": policy.timeout, "write": policy.timeout,
                     "pool": policy.deadline}
+        target = parts._replace(fragment="").geturl()  # scheme lower-cased, no #fragment
         started = time.monotonic()
         try:
             with self._slot(parts.netloc.lower()), self._pool.stream(
-                    "GET", url, headers=headers, extensions={"timeout": timeouts}) as response:
+                    "GET", target, headers=headers, extensions={"timeout": timeouts}) as response:
                 status = response.status
                 got_headers = response.headers
                 location = _header(got_headers, b"location")
