@@ -255,3 +255,33 @@ def test_sigkill_mid_run_resumes_and_downloads_only_what_was_not_committed(tmp_p
         assert server.downloads() == len(images) - partial
         assert sum(server.not_modified.values()) == partial
     assert _snapshot(tmp_path / "killed") == _snapshot(tmp_path / "reference")
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_ray_workers_download_urls_like_the_local_run(catalog, tmp_path):
+    """Downloads happen in Ray's decode tasks: the same tags as the local run, and a
+    re-run on Ray asks only conditionally (no body downloaded)."""
+    ray = pytest.importorskip("ray")
+    _, images = catalog
+    names = sorted(images)
+    with ImageServer(images) as server:
+        manifest = _manifest(tmp_path / "urls.csv", [
+            {"id": name, "image": server.url(f"/img/{name}")} for name in names])
+        local = ingest(manifest, tmp_path / "local", workers=1, progress=False,
+                       settings=_settings("127.0.0.1", task_size=4))
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 logging_level="warning")
+        try:
+            on_ray = ingest(manifest, tmp_path / "ray", progress=False,
+                            settings=_settings("127.0.0.1", task_size=4, distributor="ray"))
+            server.reset_counts()
+            again = ingest(manifest, tmp_path / "ray", progress=False,
+                           settings=_settings("127.0.0.1", task_size=4, distributor="ray"))
+        finally:
+            ray.shutdown()
+        assert server.downloads() == 0 and again.skipped == len(names)
+    assert local.ingested == on_ray.ingested == len(names)
+    with Store.open(tmp_path / "local") as a, Store.open(tmp_path / "ray") as b:
+        assert a.tags() == b.tags()
+        assert a.dup_groups() == b.dup_groups()
