@@ -222,6 +222,16 @@ MIGRATIONS: list[str] = [
     CREATE INDEX IF NOT EXISTS arrangement_publications_by_collection
         ON arrangement_publications (collection, id);
     """,
+    # 7 (branch urls): validators of images downloaded from URLs, so a re-run sends
+    # conditional requests and skips unchanged images on 304 without downloading them
+    """
+    CREATE TABLE remote_images (
+        url TEXT PRIMARY KEY,
+        sha256 TEXT NOT NULL,              -- content hash of the bytes last downloaded
+        etag TEXT, last_modified TEXT,     -- as the server sent them (NULL if it did not)
+        run_id INTEGER
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

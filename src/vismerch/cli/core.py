@@ -16,7 +16,9 @@ from vismerch.errors import NotFound
 
 
 def ingest_cmd(
-    source: Annotated[Path, typer.Argument(help="Folder of images, or a manifest (.csv, .jsonl, .parquet).")],
+    source: Annotated[Path, typer.Argument(
+        help="Folder of images, or a manifest (.csv, .jsonl, .parquet) whose image column holds "
+             "paths or URLs (http(s), s3, gs, file; see the fetch_* settings).")],
     store: Annotated[Path, typer.Option("--store", "-s", help="Store directory (created if missing).")],
     backend: Annotated[
         list[str], typer.Option("--backend", "-b", help="Feature backend(s); colour always runs.")
