@@ -129,12 +129,13 @@ def arrange_collection(
     log: bool = True,
     at: str | None = None,
     load_features: Callable[[str], Any] | None = None,
+    strength: float | None = None,
 ) -> CollectionArrangement:
     """Arrange collection ``name`` of ``store`` for a grid of ``columns`` (and the other
     widths in ``columns_set``, optimised at once). See the module docstring. Rules apply as
     they are active at ``at`` (an RFC 3339 UTC stamp; default now), including the
     ``subtree`` rules of the collection's parents. ``load_features``: see
-    ``collection_vectors``."""
+    ``collection_vectors``. ``strength`` 0 gives the plain (rules and score only) order."""
     member_ids = set(colls.members(store, name))  # refuses an unknown collection
     products = [p for p in store.products() if p.id in member_ids]
     widths = parse_columns(columns, columns_set)
@@ -145,7 +146,8 @@ def arrange_collection(
             window=int(_setting(settings, "arrange_window")),
             business_floor=float(_setting(settings, "arrange_business_floor")),
             first_screen=int(_setting(settings, "arrange_first_screen_rows")) * widest,
-            quality_gate=quality_gate, duplicates=duplicates)
+            quality_gate=quality_gate, duplicates=duplicates,
+            strength=1.0 if strength is None else float(strength))
     records = colls.product_records(store, products)
     base = score_products(products, weights)
     chosen = store.pick_backend(backend, VISUAL_BACKENDS)

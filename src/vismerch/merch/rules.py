@@ -191,10 +191,8 @@ def update_rule(store: Any, rule_id: int, **changes: Any) -> Rule:
             changes[name] = parse_stamp(changes[name], name)
     if "position" in changes and changes["position"] is not None:
         changes["position"] = int(changes["position"])
-    if "factor" in changes:
-        changes["factor"] = float(changes["factor"] if changes["factor"] is not None else 0.0)
-    if changes.get("reach", "") is None:
-        changes["reach"] = "collection"
+    if changes.get("factor") is not None:
+        changes["factor"] = float(changes["factor"])
     for name, value in changes.items():
         setattr(rule, name, value)
     _check_against_store(store, rule)
