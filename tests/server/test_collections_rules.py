@@ -162,7 +162,8 @@ def test_a_scheduled_pin_applies_only_inside_its_window(clean_rules, window, app
     last = _last(client, keys["viewer"], BIG)
     starts, ends = (None if d is None else _stamp(d) for d in window)
     r = client.post(R, headers=m, json={"kind": "pin", "collection": BIG, "product": last,
-                                        "position": 1, "starts_at": starts, "ends_at": ends})
+                                        "position": 1, "starts_at": starts, "ends_at": ends,
+                                        "oos_policy": "keep"})
     assert r.status_code == 201, r.text
     rule = r.json()
     assert rule["active"] is applies and (rule["starts_at"], rule["ends_at"]) == (starts, ends)
@@ -197,7 +198,7 @@ def test_reach_subtree_reaches_sub_collections_and_reach_collection_does_not(cle
     try:
         last = _last(client, keys["viewer"], "reach-child")
         r = client.post(R, headers=m, json={"kind": "pin", "collection": BIG, "product": last,
-                                            "position": 1, "reach": "subtree"})
+                                            "position": 1, "reach": "subtree", "oos_policy": "keep"})
         assert r.status_code == 201, r.text
         rule = r.json()
         child = _preview(client, keys["viewer"], "reach-child", columns=[3, 4])
@@ -225,7 +226,7 @@ def test_preview_shows_a_pin_pinned_at_its_position_at_every_width_and_pages(cle
     m, v = auth(keys["merchandiser"]), keys["viewer"]
     last = _last(client, v, BIG)
     rule = client.post(R, headers=m, json={"kind": "pin", "collection": BIG, "product": last,
-                                           "position": 3}).json()
+                                           "position": 3, "oos_policy": "keep"}).json()
     widths = [2, 3, 4, 5]
     page = _preview(client, v, BIG, columns=widths, mode="mix")
     assert page["columns"] == widths and page["total"] == len(_members(ws, BIG))
@@ -272,7 +273,7 @@ def test_preview_marks_look_alike_neighbours_at_the_widths_where_they_meet(clean
     assert client.post(C, headers=m, json={"id": "alike", "where": where}).status_code == 201
     try:
         rules = [client.post(R, headers=m, json={"kind": "pin", "collection": "alike", "product": pid,
-                                                 "position": pos}).json()["id"]
+                                                 "position": pos, "oos_policy": "keep"}).json()["id"]
                  for pid, pos in zip(trio, (1, 2, 3), strict=True)]
         page = _preview(client, keys["viewer"], "alike", columns=[1, 2, 3])
         assert [s["id"] for s in page["slots"]] == trio  # a b z

@@ -16,6 +16,7 @@ from urllib.parse import quote
 from vismerch.errors import InvalidInput, UsageError
 from vismerch.merch.explain import lookalike_adjacencies
 from vismerch.merch.layout import CollectionArrangement, arrange_collection, parse_columns
+from vismerch.merch.rules import parse_stamp
 from vismerch.service._util import check_choice
 from vismerch.service.models_merch import Preview, PreviewSlot, Score
 from vismerch.service.workspace import Workspace
@@ -71,14 +72,16 @@ def preview(ws: Workspace, collection: str, *, columns: Sequence[int] = (2, 3, 4
             thumbnail_prefix: str = "/api/v1/products/") -> Preview:
     """One page (``offset``, ``limit``) of ``collection`` arranged for every width in
     ``columns`` at once, each slot explained: pinned or not, what it substitutes for,
-    flags, the widths where it has a look-alike neighbour, reasons, and its score parts."""
+    flags, the widths where it has a look-alike neighbour, reasons, and its score parts.
+    ``at`` (a date or RFC 3339 time): the rules as they are active then (default now)."""
     if not isinstance(offset, int) or offset < 0:
         raise InvalidInput("offset", f"offset must be a whole number ≥ 0, got {offset!r}")
     if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise InvalidInput("limit", f"limit must be between 1 and {MAX_PAGE}, got {limit!r}")
     if not columns:
         raise InvalidInput("columns", "give at least one width")
-    result = arrange(ws, collection, columns=list(columns), mode=mode, log=False, at=at)
+    result = arrange(ws, collection, columns=list(columns), mode=mode, log=False,
+                     at=parse_stamp(at, "at"))
     arr = result.arrangement
     widths = list(arr.params["columns"])
     page = arr.slots[offset:offset + limit]

@@ -145,6 +145,9 @@ class PreviewIn(BaseModel):
         "mix", description="mix: spread colours; flow: colour blocks; plain: rules and score only.")
     offset: int = Field(0, ge=0, le=10_000_000)
     limit: int = Field(48, ge=1, le=1000, description="Slots in this page (capped).")
+    at: str | None = Field(None, max_length=40,
+                           description="Apply rules as active at this date or RFC 3339 time "
+                                       "(default now): preview a scheduled pin or boost.")
 
 
 class Preview(BaseModel):

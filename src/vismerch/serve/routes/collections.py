@@ -62,4 +62,5 @@ def preview(request: Request, collection: CollectionId, body: PreviewIn,
     prefix = str(request.scope.get("root_path", "")) + "/api/v1/products/"
     return arrangements.preview(workspace(request), collection, columns=body.columns,
                                 mode=body.mode, offset=body.offset,
-                                limit=page_limit(request, body.limit), thumbnail_prefix=prefix)
+                                limit=page_limit(request, body.limit), at=body.at,
+                                thumbnail_prefix=prefix)
