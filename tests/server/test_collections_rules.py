@@ -347,3 +347,34 @@ def test_unknown_ids_are_404(served):
                               ("patch", f"{R}/999999", {"position": 2})):
         r = client.request(method, url, headers=v, json=body)
         assert r.status_code == 404 and r.json()["error"]["code"] == "not_found", (method, url, r.text)
+
+
+def test_paging_a_preview_reads_the_shards_once_and_follows_the_clock(clean_rules, monkeypatch):
+    """Later pages reuse the arrangement (no feature read, same order); a rule that starts
+    while nothing is written still takes effect at its start; any write re-arranges."""
+    import time
+
+    from vismerch.catalog.store import Store
+
+    client, ws, keys = clean_rules
+    v, m = keys["viewer"], auth(keys["merchandiser"])
+    first = _preview(client, v, BIG, columns=[2, 3, 4, 5], limit=4)
+    reads = []
+    original = Store.load_features
+    monkeypatch.setattr(Store, "load_features",
+                        lambda self, *a, **k: reads.append(a) or original(self, *a, **k))
+    pages = [_preview(client, v, BIG, columns=[2, 3, 4, 5], offset=o, limit=4) for o in (0, 4, 8)]
+    assert reads == [] and pages[0]["slots"] == first["slots"]
+
+    last = _last(client, v, BIG)
+    soon = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
+    rule = client.post(R, headers=m, json={"kind": "pin", "collection": BIG, "product": last,
+                                           "position": 1, "oos_policy": "keep",
+                                           "starts_at": soon.strftime("%Y-%m-%dT%H:%M:%SZ")}).json()
+    assert _preview(client, v, BIG, columns=[4])["slots"][0]["id"] != last  # not yet
+    time.sleep(max(0.0, (soon - datetime.now(UTC)).total_seconds()) + 0.2)
+    top = _preview(client, v, BIG, columns=[4])["slots"][0]  # no write in between
+    assert (top["id"], top["pinned"]) == (last, True) and rule["id"]
+    client.patch(f"{R}/{rule['id']}", headers=m, json={"position": 2})  # a write re-arranges
+    again = _preview(client, v, BIG, columns=[4])
+    assert again["slots"][1]["id"] == last and again["slots"][0]["id"] != last

@@ -39,9 +39,19 @@ class CollectionArrangement:
     params: dict[str, Any] = field(default_factory=dict)
     member_vectors: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
     records: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
-    score_parts: dict[str, dict[str, float]] = field(default_factory=dict, repr=False,
-                                                     compare=False)  # signal -> weighted part
     applied: list[int] = field(default_factory=list)  # rules that changed something
+    base: Any = field(default=None, repr=False, compare=False)  # scoring.Scores of the members
+    adjusted: np.ndarray | None = field(default=None, repr=False, compare=False)  # after rules
+    rows: dict[str, int] = field(default_factory=dict, repr=False, compare=False)  # id -> row
+
+    def score_parts(self, pid: str) -> dict[str, float]:
+        """A member's weighted business signals and ``rules`` (its boost/bury adjustment)."""
+        i = self.rows.get(pid)
+        if self.base is None or self.adjusted is None or i is None:
+            return {}
+        parts = {k: round(w * float(self.base.signals[k][i]), 6) for k, w in self.base.weights.items()}
+        parts["rules"] = round(float(self.adjusted[i] - self.base.score[i]), 6)
+        return parts
 
     @property
     def ids(self) -> list[str]:
@@ -184,17 +194,13 @@ def arrange_collection(
     if log and res.events:
         rules_mod.log_events(store, name, res.events)
     hidden = [{"id": records[i]["id"], "rules": ids} for i, ids in sorted(res.hidden.items())]
-    parts = {}
-    for i, rec in enumerate(records):
-        part = {k: round(w * float(base.signals[k][i]), 6) for k, w in base.weights.items()}
-        part["rules"] = round(float(res.scores[i] - base.score[i]), 6)
-        parts[rec["id"]] = part
     return CollectionArrangement(
         collection=name, arrangement=result, hidden=hidden, conflicts=res.conflicts,
         events=res.events, backend=chosen,
         params={**result.params, "weights": base.weights, "backend": chosen},
         member_vectors=None if vectors is None else dict(zip([p.id for p in products], vectors,
                                                              strict=True)),
-        records={r["id"]: r for r in records}, score_parts=parts, applied=sorted(res.applied),
+        records={r["id"]: r for r in records}, applied=sorted(res.applied), base=base,
+        adjusted=res.scores, rows={r["id"]: i for i, r in enumerate(records)},
     )
 

@@ -2,17 +2,23 @@
 paged preview the API and the web app show.
 
 The feature vectors come from the workspace's cache (read once per ingest, not once per
-request); the arrangement itself is recomputed per call (about 0.4 s for 10,000
-products, see benchmarks/arrange.py) because rules may start or end at any moment.
-Nothing is written: a preview logs no substitutions and saves no version.
+request). A preview's whole arrangement is kept too, so paging through a 10,000-product
+collection arranges it once: the kept one is used while nothing has been committed to the
+store (``catalog.changes.ChangeCounter``: any rule, review, membership or ingest commit
+invalidates it) and no rule has started or ended since. Nothing is written: a preview
+logs no substitutions and saves no version.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
+from vismerch.catalog.changes import ChangeCounter, next_rule_change
+from vismerch.catalog.store import DB_NAME, utc_timestamp
 from vismerch.errors import InvalidInput, UsageError
 from vismerch.merch.explain import lookalike_adjacencies
 from vismerch.merch.layout import CollectionArrangement, arrange_collection, parse_columns
@@ -23,6 +29,45 @@ from vismerch.service.workspace import Workspace
 
 MODES = ("mix", "flow", "plain")
 MAX_PAGE = 1000
+KEPT = 8  # whole arrangements kept per workspace (collection x widths x mode)
+
+
+class _Kept:
+    """Recent preview arrangements of one workspace, each with the store state it saw."""
+
+    def __init__(self, db_path: Any):
+        self.changes = ChangeCounter(db_path)
+        self.entries: OrderedDict[tuple, tuple[int, str | None, CollectionArrangement]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple, version: int, now: str) -> CollectionArrangement | None:
+        with self.lock:
+            hit = self.entries.get(key)
+            if hit is None or hit[0] != version or (hit[1] is not None and now >= hit[1]):
+                return None
+            self.entries.move_to_end(key)
+            return hit[2]
+
+    def put(self, key: tuple, version: int, until: str | None, result: CollectionArrangement) -> None:
+        with self.lock:
+            self.entries[key] = (version, until, result)
+            self.entries.move_to_end(key)
+            while len(self.entries) > KEPT:
+                self.entries.popitem(last=False)
+
+
+def _preview_arrangement(ws: Workspace, collection: str, widths: list[int], mode: str,
+                         at: str | None) -> CollectionArrangement:
+    kept: _Kept = ws.cached(("preview-arrangements",), lambda: _Kept(ws.path / DB_NAME))
+    now = at or utc_timestamp()
+    version = kept.changes.value()  # read before arranging: a commit meanwhile is seen next time
+    key = (collection, tuple(widths), mode, at)
+    hit = kept.get(key, version, now)
+    if hit is not None:
+        return hit
+    result = arrange(ws, collection, columns=widths, mode=mode, log=False, at=now)
+    kept.put(key, version, None if at else next_rule_change(ws.store, now), result)
+    return result
 
 
 def _widths(columns: int | str | Sequence[int], columns_set: Any = None) -> tuple[int, ...]:
@@ -80,8 +125,9 @@ def preview(ws: Workspace, collection: str, *, columns: Sequence[int] = (2, 3, 4
         raise InvalidInput("limit", f"limit must be between 1 and {MAX_PAGE}, got {limit!r}")
     if not columns:
         raise InvalidInput("columns", "give at least one width")
-    result = arrange(ws, collection, columns=list(columns), mode=mode, log=False,
-                     at=parse_stamp(at, "at"))
+    check_choice(mode, MODES, "mode")
+    result = _preview_arrangement(ws, collection, list(_widths(list(columns))), mode,
+                                  parse_stamp(at, "at"))
     arr = result.arrangement
     widths = list(arr.params["columns"])
     page = arr.slots[offset:offset + limit]
@@ -98,7 +144,7 @@ def preview(ws: Workspace, collection: str, *, columns: Sequence[int] = (2, 3, 4
             pinned=s.kind == "pinned", substituted_for=subs.get(s.id) if s.kind == "pinned" else None,
             flags=list(rec.get("flags", [])), lookalike_at=alike.get(s.position - 1, []),
             kind=s.kind, reasons=[r for r in s.reason.split("; ") if r],
-            score=Score(total=round(s.score, 6), parts=result.score_parts.get(s.id, {}))))
+            score=Score(total=round(s.score, 6), parts=result.score_parts(s.id))))
     return Preview(collection=collection, total=len(arr.slots), columns=widths, mode=mode,
                    offset=offset, limit=limit, slots=slots, rules=result.applied,
                    business_share=float(arr.business["ratio"]), hidden=len(result.hidden),
