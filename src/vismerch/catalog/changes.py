@@ -8,6 +8,7 @@ Reads commit nothing, so a run of read requests keeps the same value.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -15,16 +16,30 @@ from pathlib import Path
 
 class ChangeCounter:
     def __init__(self, db_path: Path):
-        self._con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
         self._lock = threading.Lock()
+        # a read-only mount cannot change under us: immutable reads it as it is (as Store does)
+        mode = "?mode=ro" if os.access(db_path.parent, os.W_OK) else "?immutable=1"
+        try:
+            self._con: sqlite3.Connection | None = sqlite3.connect(
+                db_path.resolve().as_uri() + mode, uri=True, check_same_thread=False)
+        except sqlite3.Error:
+            self._con = None
 
-    def value(self) -> int:
+    def value(self) -> int | None:
+        """The current count; None when it cannot be read (then nothing may be cached)."""
         with self._lock:
-            return int(self._con.execute("PRAGMA data_version").fetchone()[0])
+            if self._con is None:
+                return None
+            try:
+                return int(self._con.execute("PRAGMA data_version").fetchone()[0])
+            except sqlite3.Error:
+                return None
 
     def close(self) -> None:
         with self._lock:
-            self._con.close()
+            if self._con is not None:
+                self._con.close()
+                self._con = None
 
 
 def next_rule_change(store: object, after: str) -> str | None:

@@ -37,10 +37,13 @@ class _Kept:
 
     def __init__(self, db_path: Any):
         self.changes = ChangeCounter(db_path)
-        self.entries: OrderedDict[tuple, tuple[int, str | None, CollectionArrangement]] = OrderedDict()
+        self.entries: OrderedDict[tuple, tuple[int, str | None, CollectionArrangement]] = \
+            OrderedDict()
         self.lock = threading.Lock()
 
-    def get(self, key: tuple, version: int, now: str) -> CollectionArrangement | None:
+    def get(self, key: tuple, version: int | None, now: str) -> CollectionArrangement | None:
+        if version is None:
+            return None
         with self.lock:
             hit = self.entries.get(key)
             if hit is None or hit[0] != version or (hit[1] is not None and now >= hit[1]):
@@ -48,7 +51,10 @@ class _Kept:
             self.entries.move_to_end(key)
             return hit[2]
 
-    def put(self, key: tuple, version: int, until: str | None, result: CollectionArrangement) -> None:
+    def put(self, key: tuple, version: int | None, until: str | None,
+            result: CollectionArrangement) -> None:
+        if version is None:
+            return
         with self.lock:
             self.entries[key] = (version, until, result)
             self.entries.move_to_end(key)
