@@ -350,21 +350,29 @@ def test_unknown_ids_are_404(served):
 
 
 def test_paging_a_preview_reads_the_shards_once_and_follows_the_clock(clean_rules, monkeypatch):
-    """Later pages reuse the arrangement (no feature read, same order); a rule that starts
-    while nothing is written still takes effect at its start; any write re-arranges."""
+    """Later pages reuse the arrangement (not arranged again, no feature read, same order,
+    no audit row: a preview writes nothing); a rule that starts while nothing is written
+    still takes effect at its start; any write re-arranges."""
     import time
 
     from vismerch.catalog.store import Store
+    from vismerch.service import arrangements
 
     client, ws, keys = clean_rules
     v, m = keys["viewer"], auth(keys["merchandiser"])
     first = _preview(client, v, BIG, columns=[2, 3, 4, 5], limit=4)
-    reads = []
-    original = Store.load_features
+    reads, arranged = [], []
+    original, arrange = Store.load_features, arrangements.arrange_collection
     monkeypatch.setattr(Store, "load_features",
                         lambda self, *a, **k: reads.append(a) or original(self, *a, **k))
+    monkeypatch.setattr(arrangements, "arrange_collection",
+                        lambda *a, **k: arranged.append(a) or arrange(*a, **k))
     pages = [_preview(client, v, BIG, columns=[2, 3, 4, 5], offset=o, limit=4) for o in (0, 4, 8)]
-    assert reads == [] and pages[0]["slots"] == first["slots"]
+    assert reads == [] and arranged == [] and pages[0]["slots"] == first["slots"]
+    assert [s["id"] for p in pages for s in p["slots"]] == [
+        s["id"] for s in _preview(client, v, BIG, columns=[2, 3, 4, 5], limit=12)["slots"]]
+    audit = client.get(f"{API_PREFIX}/audit?limit=1000", headers=auth(keys["admin"])).json()["items"]
+    assert not [e for e in audit if e["action"].endswith("/preview")]
 
     last = _last(client, v, BIG)
     soon = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
@@ -378,3 +386,4 @@ def test_paging_a_preview_reads_the_shards_once_and_follows_the_clock(clean_rule
     client.patch(f"{R}/{rule['id']}", headers=m, json={"position": 2})  # a write re-arranges
     again = _preview(client, v, BIG, columns=[4])
     assert again["slots"][1]["id"] == last and again["slots"][0]["id"] != last
+    assert len(arranged) == 4  # the plain order (_last), before the start, at it, after the write

@@ -59,6 +59,9 @@ def collection_rules(request: Request, collection: CollectionId, _: object = vie
              summary="Arrange for several widths at once; one page of explained slots")
 def preview(request: Request, collection: CollectionId, body: PreviewIn,
             _: object = viewer) -> Preview:
+    # a read with a body: not audited, so a page turn commits nothing and the arrangement
+    # kept for this collection stays valid (service.arrangements)
+    request.state.read_only = True
     prefix = str(request.scope.get("root_path", "")) + "/api/v1/products/"
     return arrangements.preview(workspace(request), collection, columns=body.columns,
                                 mode=body.mode, offset=body.offset,
