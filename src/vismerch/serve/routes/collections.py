@@ -55,13 +55,18 @@ def collection_rules(request: Request, collection: CollectionId, _: object = vie
     return rules.rules_for_collection(workspace(request), collection)
 
 
+def _read_only(request: Request) -> None:
+    """A read with a body: not audited (set before the body is validated, so a bad one is
+    not either); a page turn commits nothing and the arrangement kept for the collection
+    stays valid (service.arrangements)."""
+    request.state.read_only = True
+
+
 @router.post("/collections/{collection}/preview", response_model=Preview,
-             summary="Arrange for several widths at once; one page of explained slots")
+             summary="Arrange for several widths at once; one page of explained slots",
+             dependencies=[Depends(_read_only)])
 def preview(request: Request, collection: CollectionId, body: PreviewIn,
             _: object = viewer) -> Preview:
-    # a read with a body: not audited, so a page turn commits nothing and the arrangement
-    # kept for this collection stays valid (service.arrangements)
-    request.state.read_only = True
     prefix = str(request.scope.get("root_path", "")) + "/api/v1/products/"
     return arrangements.preview(workspace(request), collection, columns=body.columns,
                                 mode=body.mode, offset=body.offset,
