@@ -20,6 +20,7 @@ from vismerch.config import load_settings
 from vismerch.errors import JobFailed, SourceError
 from vismerch.pipeline.ingest import ingest
 from vismerch.testing.image_server import ImageServer
+from vismerch.testing.kill import kill_after_shards
 
 FAST = {"fetch_backoff": 0.01, "fetch_timeout": 2.0}
 
@@ -210,9 +211,6 @@ def _snapshot(path: Path) -> dict:
 
 @pytest.mark.slow
 def test_sigkill_mid_run_resumes_and_downloads_only_what_was_not_committed(tmp_path):
-    import signal
-    import sqlite3
-    import time
 
     cat = generate_catalog(tmp_path / "cat", n=40, seed=8, corrupt=False, size_range=(520, 600))
     images = {p.name: p.read_bytes() for p in sorted(cat.images_dir.rglob("*")) if p.is_file()}
@@ -230,19 +228,7 @@ def test_sigkill_mid_run_resumes_and_downloads_only_what_was_not_committed(tmp_p
         assert done.returncode == 0, done.stderr
         proc = subprocess.Popen(cmd(tmp_path / "killed"), env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-        deadline, committed = time.time() + 120, 0
-        while time.time() < deadline and proc.poll() is None and committed < 3:
-            db = tmp_path / "killed" / "store.sqlite"
-            if db.exists():
-                try:
-                    with sqlite3.connect(db, timeout=1) as con:
-                        committed = con.execute("SELECT COUNT(*) FROM shards").fetchone()[0]
-                except sqlite3.Error:
-                    committed = 0
-            time.sleep(0.02)
-        assert proc.poll() is None, "the run finished before it could be killed"
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+        kill_after_shards(proc, tmp_path / "killed", 3)
         with Store.open(tmp_path / "killed") as store:
             partial = store.counts().get("ok", 0)
         assert 0 < partial < len(images)

@@ -80,12 +80,11 @@ def test_collections_crud(served):
 
 
 def test_published_version_shows_on_the_collection(served):
-    from vismerch.merch import versions
+    from vismerch.service import versions
 
     client, ws, keys = served
     assert client.get(f"{C}/dress", headers=auth(keys["viewer"])).json()["published_version"] is None
-    versions.save_version(ws.store, "dress", "pub-1", _members(ws, "dress"))
-    versions.publish(ws.store, "dress", "pub-1")
+    versions.save_order(ws, "dress", "pub-1", _members(ws, "dress"), publish=True)
     assert client.get(f"{C}/dress", headers=auth(keys["viewer"])).json()["published_version"] == "pub-1"
 
 

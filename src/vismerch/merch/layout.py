@@ -5,7 +5,7 @@ business scores (``merch.scoring``), visual vectors (a neural backend when the s
 one, else ``colour``), dominant colour families, quality flags and duplicate groups,
 applies the rules that apply (``merch.rules``), arranges the visible products
 (``merch.arrange``) and logs out-of-stock pin substitutions. Nothing is saved unless
-``versions.save_version`` is called with the result.
+``service.versions.save_order`` is called with the result.
 """
 
 from __future__ import annotations
