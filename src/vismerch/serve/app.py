@@ -26,13 +26,15 @@ from vismerch.serve.auth import Authenticator, RateLimiter
 from vismerch.serve.routes import ui
 
 API_PREFIX = "/api/v1"
-ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin")
+ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin",
+                 "versions", "collections", "rules")
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _AUDIT_BODY_BYTES = 4096  # the start of a JSON write body is kept in the audit row
 
 
 class AuditMiddleware:
-    """Appends one audit row per write an authenticated key made (who, when, what, status)."""
+    """Appends one audit row per write an authenticated key made (who, when, what, status).
+    A route that answers a POST without writing (a preview) sets ``request.state.read_only``."""
 
     def __init__(self, app: Any, store_of: Any):
         self.app, self.store_of = app, store_of
@@ -58,8 +60,9 @@ class AuditMiddleware:
         try:
             await self.app(scope, receive_and_keep, send_and_watch)
         finally:
-            principal = (scope.get("state") or {}).get("principal")
-            if principal is not None:
+            state = scope.get("state") or {}
+            principal = state.get("principal")
+            if principal is not None and not state.get("read_only"):  # a POST that only reads
                 detail: dict[str, Any] = {}
                 if scope.get("query_string"):
                     detail["query"] = scope["query_string"].decode(errors="replace")
