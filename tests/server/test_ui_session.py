@@ -133,3 +133,23 @@ def test_the_app_never_builds_html_from_strings():
     assert len(sources) >= 8
     sinks = re.compile(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function")
     assert {name: sinks.findall(text) for name, text in sources.items() if sinks.search(text)} == {}
+
+
+def test_replicate_products_grows_a_store_whose_copies_share_images(store_template, tmp_path):
+    """The web app benchmark's 100,000-product store: copies under new ids, same images."""
+    import shutil
+
+    from vismerch.catalog.sample import replicate_products
+    from vismerch.catalog.store import Store
+
+    path = tmp_path / "store"
+    shutil.copytree(store_template, path)
+    with Store.open(path) as store:
+        before = len(store.products(status=None))
+        original = store.products()[0]
+        assert replicate_products(store, before + 95) == 95
+        assert replicate_products(store, 10) == 0  # never shrinks
+        assert len(store.products(status=None)) == before + 95
+        copy = store.product(f"{original.id}~1")
+        assert copy is not None and copy.title == f"{original.title or original.id} #1"
+        assert store.thumb_path(copy.id) == store.thumb_path(original.id) is not None
