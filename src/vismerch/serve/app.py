@@ -25,7 +25,8 @@ from vismerch.serve import errors
 from vismerch.serve.auth import Authenticator, RateLimiter
 
 API_PREFIX = "/api/v1"
-ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin")
+ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin", "jobs",
+                 "plan")
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _AUDIT_BODY_BYTES = 4096  # the start of a JSON write body is kept in the audit row
 
