@@ -15,6 +15,7 @@ after following every ``..`` and symlink, and may neither be the store nor conta
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -32,6 +33,7 @@ from vismerch.config import setting
 from vismerch.errors import Busy, InvalidInput, NotFound
 from vismerch.service.workspace import Workspace
 
+log = logging.getLogger("vismerch.jobs")
 MAX_WORKERS = 64
 REFUSED_SHOWN = 1000  # a job's refused files listed in full up to this many
 LOG_DIR = "jobs"  # <store>/jobs/<id>.log: the job process's stdout and stderr
@@ -122,7 +124,7 @@ class JobRunner:
         if workers is not None and (isinstance(workers, bool) or not 1 <= int(workers) <= MAX_WORKERS):
             raise InvalidInput("workers", f"workers must be 1..{MAX_WORKERS}, got {workers!r}")
         with self._lock:
-            if self._proc is not None and self._proc.poll() is None:
+            if self._live_job() is not None:
                 raise Busy(f"ingest job {self._job_id} is still running", job_id=self._job_id,
                            hint=f"poll GET /api/v1/jobs/{self._job_id} and start the next when it is done")
             holder = writer_holder(self.ws.path)
@@ -151,10 +153,22 @@ class JobRunner:
             self._watcher.start()
         return self.get(job_id)
 
+    def _live_job(self) -> int | None:
+        """The job this runner started, while it runs. Once its row says done or failed the
+        child has let go of the writer lock, even if the process is still exiting."""
+        if self._proc is None or self._proc.poll() is not None:
+            return None
+        row = job_rows.get_job(self.ws.store, self._job_id)
+        return self._job_id if row is not None and row["status"] in ("queued", "running") else None
+
     def _watch(self, proc: subprocess.Popen, job_id: int) -> None:
         """When the job process ends without recording an outcome (killed, crashed), say so."""
         code = proc.wait()
-        store = Store.open(self.ws.path)  # this thread's own connection
+        try:
+            store = Store.open(self.ws.path)  # this thread's own connection
+        except Exception:
+            log.exception("job %s: cannot open the store to record its end", job_id)
+            return
         try:
             row = job_rows.get_job(store, job_id)
             if row is not None and row["status"] in ("queued", "running"):
@@ -175,7 +189,7 @@ class JobRunner:
 
     def running(self) -> bool:
         with self._lock:
-            return self._proc is not None and self._proc.poll() is None
+            return self._live_job() is not None
 
     def wait(self, timeout: float | None = None) -> None:
         """Until the job this runner started has finished and its outcome is recorded."""
