@@ -35,9 +35,9 @@ def env(store_template, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("root")
     shutil.copytree(store_template, root / "store")
-    first = _flat(small_catalog(tmp_path_factory.mktemp("cat1"), n=30, seed=21), root / "first")
+    first = _flat(small_catalog(tmp_path_factory.mktemp("cat1"), n=24, seed=21), root / "first")
     (first / "zz_planted.jpg").write_bytes(b"<html>not an image</html>\n")
-    second = _flat(small_catalog(tmp_path_factory.mktemp("cat2"), n=40, seed=22, corrupt=False),
+    second = _flat(small_catalog(tmp_path_factory.mktemp("cat2"), n=30, seed=22, corrupt=False),
                    root / "second")
     settings = load_settings(overrides={"serve_rate_limit": 0, "task_size": 6})
     ws = Workspace.open(root / "store", settings)
