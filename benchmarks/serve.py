@@ -7,8 +7,9 @@ is the storefront endpoint's throughput >= 0.5x the floor's, with p99 < 20 ms at
 What runs: a 10,000-product store is built once under benchmarks/out/ (tiny generated
 images, ingested by the real pipeline; reused when present), one category is arranged and
 its arrangement published (so the storefront has a grid). The server is the one `vismerch
-serve` runs (Workspace.open, create_app with 40 threads, uvicorn on 127.0.0.1, warning
-log, no access log), started in a subprocess; the benchmark adds one route to that app,
+serve` runs (Workspace.open, create_app with 40 threads, serve.server.run: uvicorn on
+127.0.0.1, warning log, no access log, one compute thread per request), started in a
+subprocess; the benchmark adds one route to that app,
 `GET /bench/floor`, a constant JSON body of the storefront page's byte size, so the floor
 goes through the same uvicorn, FastAPI routing and middleware but does no auth, no store
 read and no rendering. Clients are separate processes (threads with keep-alive
@@ -123,10 +124,10 @@ def build_store(n: int, workers: int) -> tuple[Path, str]:
 # ------------------------------------------------------------------------------ server
 def serve(store: str, port: int, floor_bytes: int) -> None:
     """What `vismerch serve STORE` runs, plus the benchmark's floor route."""
-    import uvicorn
     from fastapi import Response
 
     from vismerch.serve.app import create_app
+    from vismerch.serve.server import run
     from vismerch.service.workspace import Workspace
 
     workspace = Workspace.open(store)
@@ -139,7 +140,7 @@ def serve(store: str, port: int, floor_bytes: int) -> None:
 
     app.add_api_route("/bench/floor", floor, methods=["GET"], include_in_schema=False)
     try:
-        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+        run(app, host="127.0.0.1", port=port)
     finally:
         workspace.close()
 
@@ -167,19 +168,24 @@ def _wait_up(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
 
 # ------------------------------------------------------------------------------ clients
 def _client_proc(port: int, path: str, headers: dict, threads: int, seconds: float, max_requests: int,
-                 start_at: float, out: mp.Queue) -> None:
+                 ready: mp.Queue, go: mp.Event, out: mp.Queue) -> None:
+    """``threads`` keep-alive clients; each connects, reports ready, waits for ``go``, then
+    sends requests back to back for ``seconds`` (at most ``max_requests`` each)."""
     import threading
 
     lat: list[list[float]] = [[] for _ in range(threads)]
     errors = [0] * threads
+    conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=30) for _ in range(threads)]
+    for conn in conns:
+        conn.connect()
+    ready.put(threads)
+    go.wait()
+    started = time.perf_counter()
 
     def worker(k: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        while time.time() < start_at:
-            time.sleep(0.001)
-        end = start_at + seconds
-        mine = lat[k]
-        while time.time() < end and len(mine) < max_requests:
+        conn, mine = conns[k], lat[k]
+        end = started + seconds
+        while time.perf_counter() < end and len(mine) < max_requests:
             t0 = time.perf_counter()
             conn.request("GET", path, headers=headers)
             resp = conn.getresponse()
@@ -194,25 +200,28 @@ def _client_proc(port: int, path: str, headers: dict, threads: int, seconds: flo
         t.start()
     for t in ts:
         t.join()
-    out.put(([x for xs in lat for x in xs], sum(errors), time.time() - start_at))
+    out.put(([x for xs in lat for x in xs], sum(errors), time.perf_counter() - started))
 
 
 def measure(port: int, path: str, headers: dict, clients: int, seconds: float,
-            max_requests: int = 20_000) -> dict:
+            max_requests: int = 50_000) -> dict:
+    """Throughput and latency of ``clients`` concurrent keep-alive clients (up to 4 processes)."""
+    ctx = mp.get_context("spawn")
     procs_n = min(clients, 4)
     per = [clients // procs_n + (1 if k < clients % procs_n else 0) for k in range(procs_n)]
-    queue: mp.Queue = mp.get_context("spawn").Queue()
-    start_at = time.time() + 1.5  # every client connected and waiting
-    ctx = mp.get_context("spawn")
+    ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     procs = [ctx.Process(target=_client_proc, args=(port, path, headers, n, seconds,
-                                                     max_requests // clients, start_at, queue))
+                                                     max(1, max_requests // clients), ready, go, out))
              for n in per]
     for p in procs:
         p.start()
+    for _ in procs:
+        ready.get(timeout=120)
+    go.set()
     lats: list[float] = []
     errors, wall = 0, 1e-9
     for _ in procs:
-        got, err, elapsed = queue.get(timeout=seconds + 120)
+        got, err, elapsed = out.get(timeout=seconds + 120)
         lats += got
         errors += err
         wall = max(wall, elapsed)
@@ -225,11 +234,19 @@ def measure(port: int, path: str, headers: dict, clients: int, seconds: float,
             "mean_ms": round(statistics.fmean(lats) * 1000, 2) if lats else None}
 
 
+def _median_row(rows: list[dict]) -> dict:
+    """The round with the median throughput (its latencies with it), plus every round's rps."""
+    ordered = sorted(rows, key=lambda r: r["rps"])
+    return {**ordered[len(ordered) // 2], "rounds_rps": [r["rps"] for r in rows],
+            "errors": sum(r["errors"] for r in rows)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--products", type=int, default=10_000)
     ap.add_argument("--seconds", type=float, default=3.0, help="per endpoint and client count")
     ap.add_argument("--clients", default="1,8,32")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median is kept")
     ap.add_argument("--ingest-workers", type=int, default=2)
     ap.add_argument("--json", type=Path, default=None, help="write the raw results here")
     args = ap.parse_args()
@@ -276,11 +293,19 @@ def main() -> None:
             "storefront": (sf_path, {"Authorization": f"Bearer {storefront_key}"}),
             "search_colour": (search_path, {"Authorization": f"Bearer {viewer_key}"}),
         }
-        for path, headers in targets.values():  # warm caches and thread pool
-            measure(port, path, headers, 4, 0.5)
+        for path, headers in targets.values():  # warm caches, connections and the thread pool
+            conn = http.client.HTTPConnection("127.0.0.1", port)
+            for _ in range(20):
+                conn.request("GET", path, headers=headers)
+                conn.getresponse().read()
+            conn.close()
         for n in clients:
-            for name, (path, headers) in targets.items():
-                row = measure(port, path, headers, n, args.seconds)
+            rounds: dict[str, list[dict]] = {name: [] for name in targets}
+            for _ in range(args.rounds):  # endpoints alternate, so load drift hits all alike
+                for name, (path, headers) in targets.items():
+                    rounds[name].append(measure(port, path, headers, n, args.seconds))
+            for name, rows in rounds.items():
+                row = _median_row(rows)
                 results["endpoints"].setdefault(name, []).append(row)
                 print(f"{name:14s} N={n:3d}  {row['rps']:>8} req/s  p50 {row['p50_ms']:6.2f} ms  "
                       f"p99 {row['p99_ms']:6.2f} ms  errors {row['errors']}", flush=True)
@@ -298,6 +323,7 @@ def main() -> None:
         "schema": "vismerch.bench/1", "benchmark": "serve",
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit,
         "products": args.products, "collection": collection, "seconds_per_run": args.seconds,
+        "rounds": args.rounds,
         "page_bytes": len(page), "floor_bytes": len(page), "search_bytes": search_bytes,
         "cpus": os.cpu_count(), "ratios": ratios,
         "target": {"storefront_x_floor_min": 0.5, "p99_ms_max_at_32": 20.0,

@@ -19,9 +19,8 @@ def serve_cmd(
                                          help="Threads answering requests at once.")] = 40,
 ) -> None:
     """Serve the store over HTTP: /api/v1 (keys: `vismerch keys create`), OpenAPI at /openapi.json."""
-    import uvicorn
-
     from vismerch.serve.app import create_app
+    from vismerch.serve.server import run
     from vismerch.service.workspace import Workspace
 
     workspace = Workspace.open(store)
@@ -29,7 +28,7 @@ def serve_cmd(
 
     say(f"serving {store} on http://{host}:{port}  (OpenAPI: http://{host}:{port}/openapi.json)")
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        run(app, host=host, port=port)
     finally:
         workspace.close()
 
