@@ -203,9 +203,19 @@ def _client_proc(port: int, path: str, headers: dict, threads: int, seconds: flo
     out.put(([x for xs in lat for x in xs], sum(errors), time.perf_counter() - started))
 
 
+def _cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time of process ``pid`` (all its threads) from /proc; 0 elsewhere."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, TypeError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(port: int, path: str, headers: dict, clients: int, seconds: float,
-            max_requests: int = 50_000) -> dict:
-    """Throughput and latency of ``clients`` concurrent keep-alive clients (up to 4 processes)."""
+            max_requests: int = 50_000, server_pid: int | None = None) -> dict:
+    """Throughput and latency of ``clients`` concurrent keep-alive clients (up to 4 processes),
+    and the server's CPU time per request (less sensitive to other load than wall time)."""
     ctx = mp.get_context("spawn")
     procs_n = min(clients, 4)
     per = [clients // procs_n + (1 if k < clients % procs_n else 0) for k in range(procs_n)]
@@ -217,6 +227,7 @@ def measure(port: int, path: str, headers: dict, clients: int, seconds: float,
         p.start()
     for _ in procs:
         ready.get(timeout=120)
+    cpu0 = _cpu_seconds(server_pid)
     go.set()
     lats: list[float] = []
     errors, wall = 0, 1e-9
@@ -225,19 +236,29 @@ def measure(port: int, path: str, headers: dict, clients: int, seconds: float,
         lats += got
         errors += err
         wall = max(wall, elapsed)
+    cpu = _cpu_seconds(server_pid) - cpu0
     for p in procs:
         p.join()
     q = np.percentile(np.array(lats) * 1000, [50, 99]) if lats else [float("nan")] * 2
     return {"clients": clients, "requests": len(lats), "errors": errors, "seconds": round(wall, 2),
             "rps": round(len(lats) / wall, 1),
             "p50_ms": round(float(q[0]), 2), "p99_ms": round(float(q[1]), 2),
-            "mean_ms": round(statistics.fmean(lats) * 1000, 2) if lats else None}
+            "mean_ms": round(statistics.fmean(lats) * 1000, 2) if lats else None,
+            "server_cpu_us_per_request": round(cpu / len(lats) * 1e6, 1) if lats and cpu else None}
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    """a / b: the floor's CPU per request over the endpoint's (its throughput ratio on an
+    otherwise idle server-bound host)."""
+    return round(a / b, 3) if a and b else None
 
 
 def _median_row(rows: list[dict]) -> dict:
     """The round with the median throughput (its latencies with it), plus every round's rps."""
     ordered = sorted(rows, key=lambda r: r["rps"])
+    cpu = sorted(r["server_cpu_us_per_request"] or 0.0 for r in rows)
     return {**ordered[len(ordered) // 2], "rounds_rps": [r["rps"] for r in rows],
+            "server_cpu_us_per_request": cpu[len(cpu) // 2] or None,
             "errors": sum(r["errors"] for r in rows)}
 
 
@@ -303,19 +324,24 @@ def main() -> None:
             rounds: dict[str, list[dict]] = {name: [] for name in targets}
             for _ in range(args.rounds):  # endpoints alternate, so load drift hits all alike
                 for name, (path, headers) in targets.items():
-                    rounds[name].append(measure(port, path, headers, n, args.seconds))
+                    rounds[name].append(measure(port, path, headers, n, args.seconds,
+                                                server_pid=server.pid))
             for name, rows in rounds.items():
                 row = _median_row(rows)
                 results["endpoints"].setdefault(name, []).append(row)
                 print(f"{name:14s} N={n:3d}  {row['rps']:>8} req/s  p50 {row['p50_ms']:6.2f} ms  "
-                      f"p99 {row['p99_ms']:6.2f} ms  errors {row['errors']}", flush=True)
+                      f"p99 {row['p99_ms']:6.2f} ms  server CPU {row['server_cpu_us_per_request']} us/req  "
+                      f"errors {row['errors']}", flush=True)
     finally:
         server.terminate()
         server.wait()
     ratios = {}
     for name in ("storefront", "search_colour"):
         pairs = zip(results["endpoints"][name], results["endpoints"]["floor"], strict=True)
-        ratios[name] = [{"clients": a["clients"], "x_floor": round(a["rps"] / f["rps"], 3)} for a, f in pairs]
+        ratios[name] = [{"clients": a["clients"], "x_floor": round(a["rps"] / f["rps"], 3),
+                         "cpu_x_floor": _ratio(f["server_cpu_us_per_request"],
+                                               a["server_cpu_us_per_request"])}
+                        for a, f in pairs]
     sf32 = next((r for r in results["endpoints"]["storefront"] if r["clients"] == max(clients)), None)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=HERE).stdout.strip()
