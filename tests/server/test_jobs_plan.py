@@ -274,6 +274,8 @@ def test_plan_endpoint_returns_the_cli_plan(env, capsys):
     ({"workload": "embed", "images": -5}, "images"),
     ({"workload": "render", "images": "1M"}, "workload"),
     ({"workload": "embed", "images": "1M", "model": "vit-zz"}, "model"),
+    ({"workload": "embed", "images": "1M", "model": "vit:width=99999999,depth=2,patch=2,resolution=4"},
+     "model"),
     ({"workload": "embed", "images": "1M", "gpus": ["h100", "tpu9"]}, "gpus"),
     ({"workload": "embed", "images": "1M", "deadline": "soon"}, "deadline"),
     ({"workload": "embed", "images": "1M", "precision": "fp7"}, "precision"),

@@ -30,6 +30,8 @@ def serve_cmd(
     try:
         run(app, host=host, port=port)
     finally:
+        if workspace.jobs is not None:  # a running ingest job outlives the server
+            workspace.jobs.detach()
         workspace.close()
 
 

@@ -191,6 +191,12 @@ class JobRunner:
         with self._lock:
             return self._live_job() is not None
 
+    def detach(self) -> None:
+        """Stop waiting for the running job (the server is stopping): its process runs on in
+        its own session and records its outcome itself; a later runner marks it failed if
+        it died without doing so."""
+        self._watcher = None
+
     def wait(self, timeout: float | None = None) -> None:
         """Until the job this runner started has finished and its outcome is recorded."""
         watcher = self._watcher

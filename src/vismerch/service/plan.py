@@ -14,6 +14,7 @@ from vismerch.errors import InvalidInput, UsageError
 
 MAX_COUNT = 1e15  # images, vectors, queries: beyond any catalog, still finite in every formula
 MAX_DEADLINE_S = 10 * 365 * 86400.0
+MAX_MODEL_SIZE = 1_000_000  # width, depth, patch, resolution, mlp_dim of a vit: spec
 Count = str | float
 
 
@@ -116,7 +117,10 @@ def make_plan(req: PlanRequest) -> dict[str, Any]:
     elif counts["images"] is None:
         raise InvalidInput("images", f"images: the {req.workload} workload needs it", hint="e.g. 50M")
     if req.workload != "search":
-        _field("model", get_model, req.model)
+        config = _field("model", get_model, req.model)
+        sizes = {k: v for k, v in vars(config).items() if isinstance(v, int) and not isinstance(v, bool)}
+        if any(v > MAX_MODEL_SIZE for v in sizes.values()):
+            raise InvalidInput("model", f"model: sizes above {MAX_MODEL_SIZE:,} are not a ViT this plans")
     deadline = req.deadline
     if deadline is not None:
         if isinstance(deadline, str) and len(deadline) > 40:
