@@ -248,6 +248,21 @@ def test_a_job_that_ingests_nothing_fails_with_reasons(env):
         "a.jpg": "empty-file", "b.png": "not-an-image"}
 
 
+def test_a_job_whose_process_dies_is_failed_and_frees_the_store(env):
+    folder = env["root"] / "third"
+    folder.mkdir()
+    for image in sorted(env["second"].iterdir())[:6]:
+        shutil.copy2(image, folder / f"third_{image.name}")
+    r = env["client"].post(JOBS, json={"source": "third"}, headers=_admin(env))
+    assert r.status_code == 202, r.text
+    env["ws"].jobs._proc.kill()  # the job's own process, as an OOM kill would
+    final = _wait(env, r.json()["id"])
+    assert final["status"] == "failed" and "exit code -9" in final["error"], final
+    again = env["client"].post(JOBS, json={"source": "third"}, headers=_admin(env))
+    assert again.status_code == 202, again.text
+    assert _wait(env, again.json()["id"])["status"] == "done"
+
+
 def test_plan_endpoint_returns_the_cli_plan(env, capsys):
     from vismerch.cli import main
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from typing import Any
 
 from vismerch.catalog import jobs as job_rows
@@ -14,7 +13,6 @@ from vismerch.catalog.store import Store
 from vismerch.config import load_settings
 from vismerch.errors import VismerchError
 
-PROGRESS_EVERY_S = 0.25  # progress rows at most this often (the last one always)
 REFUSED_KEPT = 1000
 
 
@@ -31,17 +29,16 @@ def run_job(store_path: str, job_id: int, settings_values: dict[str, Any] | None
         params = job["params"]
         settings = load_settings(base=settings_values) if settings_values else load_settings()
         job_rows.start_job(store, job_id)
-        state: dict[str, Any] = {"run_id": None, "last": 0.0}
+        state: dict[str, Any] = {"run_id": None}
 
         def progress(run_id: int, done: int, total: int) -> None:
+            # once after planning and once per committed task (a task is task_size images,
+            # so this is a few small writes a second at most)
             fields: dict[str, Any] = {"done": done, "total": total}
             if state["run_id"] is None:
                 state["run_id"] = run_id
                 fields["summary"] = {"run_id": run_id}  # lets a poll list refusals so far
-            now = time.monotonic()
-            if "summary" in fields or done >= total or now - state["last"] >= PROGRESS_EVERY_S:
-                state["last"] = now
-                job_rows.update_job(store, job_id, **fields)
+            job_rows.update_job(store, job_id, **fields)
 
         error = None
         summary: dict[str, Any] | None = None
