@@ -68,23 +68,18 @@ def build_store(n: int, workers: int) -> tuple[Path, str]:
     """(store path, published collection), built under benchmarks/out/serve or reused."""
     from PIL import Image
 
-    from vismerch.catalog.store import Store
-    from vismerch.merch.collections import list_collections
-    from vismerch.merch.layout import arrange_collection
-    from vismerch.merch.versions import publish, published_version, save_version
     from vismerch.pipeline.ingest import ingest
+    from vismerch.service import versions
+    from vismerch.service.workspace import Workspace
 
     store_path = OUT / f"store-{n}"
     collection = "tops"
     if (store_path / "store.sqlite").exists():
-        store = Store.open(store_path)
-        try:
-            count = store.db.execute("SELECT COUNT(*) FROM products WHERE status = 'ok'").fetchone()[0]
-            if count >= n * 0.99 and published_version(store, collection) is not None:
+        with Workspace.open(store_path) as ws:
+            count = ws.store.db.execute("SELECT COUNT(*) FROM products WHERE status = 'ok'").fetchone()[0]
+            if count >= n * 0.99 and versions.published_version(ws, collection) is not None:
                 print(f"reusing {store_path} ({count} products)", flush=True)
                 return store_path, collection
-        finally:
-            store.close()
     images = OUT / f"catalog-{n}"
     images.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(7)
@@ -107,17 +102,12 @@ def build_store(n: int, workers: int) -> tuple[Path, str]:
     print(f"generated {n} images in {time.perf_counter() - t:.1f}s", flush=True)
     summary = ingest(manifest, store_path, workers=workers, progress=True)
     print(f"ingested {summary.ingested} in {summary.seconds:.1f}s", flush=True)
-    store = Store.open(store_path)
-    try:
-        assert collection in {c["name"] for c in list_collections(store)}
+    with Workspace.open(store_path) as ws:
         t = time.perf_counter()
-        result = arrange_collection(store, collection, columns=4, log=False)
         name = f"bench-{int(time.time())}"
-        save_version(store, collection, name, result)
-        publish(store, collection, name)  # writes the storefront's precomputed grid
+        versions.save_draft(ws, collection, name, columns=4)  # arranged as `vismerch arrange`
+        versions.publish(ws, collection, name)  # writes the storefront's precomputed grid
         print(f"arranged and published {collection!r} in {time.perf_counter() - t:.1f}s", flush=True)
-    finally:
-        store.close()
     return store_path, collection
 
 

@@ -1,15 +1,23 @@
-"""The Python API over a store: the functions the CLI, the report and the REST API call."""
+"""The Python API: a thin veneer over ``vismerch.service`` for scripts and notebooks.
+
+Each function takes a store path (or an open ``Store`` or service ``Workspace``) and returns
+plain lists of dicts; settings come from ``settings`` or, by default, the environment and
+``VISMERCH_CONFIG`` (``vismerch.load_settings()``).
+"""
 
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from vismerch.catalog.store import Store
+from vismerch.config import Settings
 from vismerch.errors import UsageError
+from vismerch.search.stored import similarity_index, vector_backend
+
+__all__ = ["check_k", "colour_search", "search", "similar", "similarity_index", "vector_backend"]
 
 
 def check_k(k: int) -> int:
@@ -19,46 +27,27 @@ def check_k(k: int) -> int:
     return int(k)
 
 
-def _open(store: Store | str | os.PathLike) -> Store:
-    return store if isinstance(store, Store) else Store.open(Path(store))
+@contextmanager
+def _workspace(store: Any, settings: Settings | None):
+    """A Workspace over ``store``: the one given, one sharing an open Store's connection, or
+    one opened (read-only until a write) and closed here."""
+    from vismerch.service.workspace import Workspace
 
-
-def _masks(s: Store, ids: list[str], category: str | None, in_stock: bool) -> np.ndarray | None:
-    from vismerch.merch.similar import category_mask, in_stock_mask
-
-    if category is None and not in_stock:
-        return None
-    products = {p.id: p for p in s.products()}
-    mask = category_mask([products[i].category for i in ids], category)
-    if in_stock:
-        mask &= in_stock_mask([products[i].stock for i in ids])
-    return mask
-
-
-def vector_backend(s: Store, prefer: str | None = None) -> str:
-    """The backend whose vectors answer "more like this": a neural one when the store has it."""
-    from vismerch.merch.layout import VISUAL_BACKENDS
-
-    return s.pick_backend(prefer, VISUAL_BACKENDS) or "colour"
-
-
-def similarity_index(s: Store, backend: str | None = None):
-    """The FAISS index that ingest built for ``backend`` (default: ``vector_backend``), or,
-    when it is missing or older than the store's newest features, one built from them."""
-    from vismerch.config import load_settings
-    from vismerch.errors import StoreError
-    from vismerch.search.index import VectorIndex
-
-    backend = vector_backend(s, backend)
-    newest = s.fingerprints(backend)[:1]
+    if isinstance(store, Workspace):
+        yield store
+        return
+    if isinstance(store, Store):
+        yield Workspace.over(store, settings)  # the caller's connection; the caller closes it
+        return
+    ws = Workspace.open(Path(store), settings, writable=False)
     try:
-        index = VectorIndex.load(s.path / "index", backend, ef_search=load_settings().index_ef_search)
-    except StoreError:
-        index = None
-    if index is not None and (index.meta or {}).get("fingerprint") in newest:
-        return index
-    features = s.load_features(backend)
-    return VectorIndex.build(features.vectors, features.ids, meta={"fingerprint": features.fingerprint})
+        yield ws
+    finally:
+        ws.close()
+
+
+def _dicts(result: Any) -> list[dict[str, Any]]:
+    return [hit.model_dump() for hit in result.hits]
 
 
 def similar(
@@ -69,21 +58,14 @@ def similar(
     same_category: bool = False,
     in_stock: bool = False,
     backend: str | None = None,
+    settings: Settings | None = None,
 ) -> list[dict[str, Any]]:
-    """More like this: the k products most similar to ``product_id``."""
-    from vismerch.merch.similar import similar_items
+    """More like this: the k products most similar to ``product_id`` (``[{id, score}]``)."""
+    from vismerch.service import search as service
 
-    k = check_k(k)
-    s = _open(store)
-    product = s.product(product_id)
-    if product is None:
-        raise UsageError(f"no product {product_id!r} in {s.path}", hint="list ids with: vismerch tags STORE")
-    if product.status != "ok":
-        raise UsageError(f"product {product_id!r} has no features (its image was refused)")
-    index = similarity_index(s, backend)
-    mask = _masks(s, index.ids, product.category if same_category else None, in_stock)
-    hits = similar_items(index, None, product_id, k, allowed_mask=mask)
-    return [{"id": i, "score": round(float(score), 4)} for i, score in hits]
+    with _workspace(store, settings) as ws:
+        return _dicts(service.similar(ws, product_id, k=check_k(k), same_category=same_category,
+                                      in_stock=in_stock, backend=backend))
 
 
 def colour_search(
@@ -93,23 +75,13 @@ def colour_search(
     *,
     category: str | None = None,
     in_stock: bool = False,
+    settings: Settings | None = None,
 ) -> list[dict[str, Any]]:
     """Products whose foreground is closest to a colour name or ``#hex``."""
-    from vismerch.features.colour import parse_colour
-    from vismerch.merch.search import search_by_colour
+    from vismerch.service import search as service
 
-    k = check_k(k)
-    s = _open(store)
-    lab = parse_colour(colour)
-    features = s.load_features("colour")
-    if not len(features):
-        return []
-    mask = _masks(s, features.ids, category, in_stock)
-    hits = search_by_colour(
-        features.ids, features.columns["palette_lab"], features.columns["palette_weight"], lab, k,
-        allowed_mask=mask,
-    )
-    return [{"id": i, "score": round(float(score), 4)} for i, score in hits]
+    with _workspace(store, settings) as ws:
+        return _dicts(service.colour(ws, colour, k=check_k(k), category=category, in_stock=in_stock))
 
 
 def search(
@@ -119,15 +91,11 @@ def search(
     colour: str | None = None,
     category: str | None = None,
     k: int = 12,
+    settings: Settings | None = None,
 ) -> list[dict[str, Any]]:
     """Text search (neural, when the store has text/image-text features) with an optional
     colour constraint, or colour search alone."""
-    k = check_k(k)
-    if not query and not colour:
-        raise UsageError("give a text query, --colour, or both", hint='vismerch search STORE --colour navy')
-    if not query:
-        return colour_search(store, colour, k, category=category)
-    from vismerch.merch.semantic import semantic_search
+    from vismerch.service import search as service
 
-    hits = semantic_search(_open(store), query, colour=colour, category=category, k=k)
-    return [{"id": i, "score": round(float(score), 4)} for i, score in hits]
+    with _workspace(store, settings) as ws:
+        return _dicts(service.text(ws, query, colour=colour, category=category, k=check_k(k)))

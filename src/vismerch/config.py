@@ -31,6 +31,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("working_size", int, 256, "Images are decoded straight to this square size for feature extraction."),
     Setting("thumb_size", int, 256, "Longest side of the thumbnails kept in the store (at most working_size; a square image at the working size is stored as is); 0 makes none."),
     Setting("thumb_format", str, "webp", "Thumbnail format: webp (about a third smaller) or jpeg (about 5x faster to encode); benchmarks/ingest.py prints both per 256 px thumbnail (0.19 vs 1.02 ms, 5.6 vs 3.9 KB on the sample shots)."),
+    # downloads (manifest rows whose image is an http(s)://, s3://, gs:// or file:// URL)
+    Setting("fetch_timeout", float, 10.0, "Downloads: seconds to connect, and the longest wait for the next bytes of an answer (reason fetch-timeout)."),
+    Setting("fetch_deadline", float, 60.0, "Downloads: seconds one attempt at one image may take in all, so a server that drips bytes cannot hold a worker (reason fetch-timeout)."),
+    Setting("fetch_retries", int, 2, "Downloads: further attempts after a 5xx or 429 answer, a timeout or a dropped connection, waiting fetch_backoff, then twice that, ... (a 429/503 Retry-After of up to 30 s is honoured instead); other 4xx are not retried."),
+    Setting("fetch_backoff", float, 0.5, "Downloads: seconds before the first retry; doubled for each further one (plus up to 25% jitter)."),
+    Setting("fetch_per_host", int, 4, "Downloads: most requests to one host (or bucket) at once in each worker process; a run makes at most workers x this many."),
+    Setting("fetch_concurrency", int, 16, "Downloads: images each worker process downloads at once (threads), a bounded window ahead of decoding."),
+    Setting("fetch_allow_hosts", str, "", "Downloads: comma-separated host names, IP addresses and CIDR networks that may be reached although not public (e.g. 127.0.0.1, 10.20.0.0/16, minio.internal). Empty: loopback, private, link-local, unique-local, multicast and reserved addresses are refused (reason fetch-refused-address), after DNS and on every redirect. A cloud metadata address (169.254.169.254, fd00:ec2::254, ...) is admitted only by an entry naming exactly it."),
     # pipeline
     Setting("batch_size", int, 64, "Images per feature batch."),
     Setting("task_size", int, 256, "Images per task (one Parquet shard per task and backend)."),

@@ -29,6 +29,7 @@ def run_demo(
     seed: int = 0,
     workers: int | None = None,
     progress: bool = True,
+    settings: Any = None,
 ) -> dict[str, Any]:
     from vismerch.catalog.evaluate import score_against_truth
     from vismerch.catalog.sample import generate_catalog
@@ -40,11 +41,12 @@ def run_demo(
     started = time.perf_counter()
     catalog = generate_catalog(out / "catalog", n=n, seed=seed)
     generated = time.perf_counter()
-    summary = ingest(catalog.manifest_path, out / "store", workers=workers, progress=progress)
+    summary = ingest(catalog.manifest_path, out / "store", workers=workers, progress=progress,
+                     settings=settings)
     ingested = time.perf_counter()
     with Store.open(out / "store") as store:
-        arranged = arranged_collection(store)
-        report = write_report(store, out / "report.html", arrangement=arranged)
+        arranged = arranged_collection(store, settings=settings)
+        report = write_report(store, out / "report.html", arrangement=arranged, settings=settings)
         predicted = predictions(store)
     truth = catalog.truth()
     scores = score_against_truth(

@@ -19,8 +19,10 @@ def settings_markdown() -> str:
         "",
         "Generated from `vismerch.config.SETTINGS` by `python -m vismerch.docs_gen`; do not edit.",
         "",
-        "Precedence: default < TOML file (`--config` or `VISMERCH_CONFIG`) < environment "
-        f"`{ENV_PREFIX}<NAME>` < command-line flag.",
+        "Precedence, for every command: default < TOML file (`vismerch --config FILE COMMAND`, "
+        f"else `VISMERCH_CONFIG`) < environment `{ENV_PREFIX}<NAME>` < flag (`vismerch --setting "
+        "NAME=VALUE COMMAND`, or the command's own flag, which wins over `--setting`). A flag "
+        "left out overrides nothing.",
         "",
         "A changed `quality_*` threshold or `multicolour_max_weight` re-judges every stored image "
         "on the next `vismerch ingest` from its stored metrics (nothing is decoded again); "
@@ -67,6 +69,12 @@ def cli_markdown() -> str:
         "Generated from the Typer app by `python -m vismerch.docs_gen`; do not edit.",
         "",
     ]
+
+    root_rows = [row for row in map(_param_row, root.params) if row]
+    if root_rows:
+        lines.extend(["## `vismerch` options (before the command)", "",
+                      "They apply to every command: `vismerch --config shop.toml tags STORE`.", "",
+                      "| name | kind | help |", "| --- | --- | --- |", *root_rows, ""])
 
     def walk(command, path: str) -> None:
         if hasattr(command, "commands"):

@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from vismerch.catalog.grids import read_grid
 from vismerch.catalog.lock import LOCK_NAME, writer_lock
 from vismerch.catalog.store import Store
 from vismerch.cli import main
 from vismerch.errors import StoreError, UsageError
-from vismerch.merch import versions
 from vismerch.merch.expr import parse
 from vismerch.pipeline.ingest import ingest
+from vismerch.service import versions
+from vismerch.service.workspace import Workspace
 from vismerch.testing import small_catalog
 
 
@@ -48,12 +50,16 @@ def test_a_save_left_unpublished_by_a_kill_is_finished_by_the_rerun(store, capsy
     # the state a kill between save and publish left: saved, never published
     assert main(["arrange", str(store), "--collection", name, "--save", "spring"]) == 0
     assert main(["arrange", str(store), "--collection", name, "--save", "spring", "--publish"]) == 0
-    with Store.open(store) as s:
-        assert versions.published_version(s, name)["name"] == "spring"
+    with Workspace.open(store) as ws:
+        assert versions.published_version(ws, name).name == "spring"
+    with Store.open(store) as s:  # and the storefront shows it
+        assert read_grid(s, name)["version_name"] == "spring"
     # saving a new name with --publish: the version and its publication land together
     assert main(["arrange", str(store), "--collection", name, "--save", "summer", "--publish"]) == 0
+    with Workspace.open(store) as ws:
+        assert versions.published_version(ws, name).name == "summer"
     with Store.open(store) as s:
-        assert versions.published_version(s, name)["name"] == "summer"
+        assert read_grid(s, name)["version_name"] == "summer"
     # a published name is still immutable
     assert main(["arrange", str(store), "--collection", name, "--save", "summer", "--publish"]) == 2
     capsys.readouterr()
@@ -80,8 +86,8 @@ def test_deep_nesting_is_a_parse_error_not_a_recursion_error():
 def test_csv_exports_neutralise_formula_cells_unless_raw(store, tmp_path, capsys):
     name = _collection(store)
     ids = ["=HYPERLINK(\"http://x\")", "+1", "-2", "@SUM(A1)", "\tTAB", "\rCR", "plain"]
-    with Store.open(store) as s:
-        versions.save_version(s, name, "hostile", ids)
+    with Workspace.open(store) as ws:
+        versions.save_order(ws, name, "hostile", ids)
     out = tmp_path / "safe.csv"
     assert main(["versions", "export", str(store), name, "hostile", "-o", str(out)]) == 0
     import csv

@@ -112,3 +112,69 @@ def test_nothing_ingestable_exits_1(tmp_path):
     (tmp_path / "imgs" / "a.jpg").write_bytes(b"")
     (tmp_path / "imgs" / "b.png").write_text("hello")
     assert main(["ingest", str(tmp_path / "imgs"), "--store", str(tmp_path / "s"), "--workers", "1"]) == 1
+
+
+def test_python_api_answers_as_the_cli(store):
+    """README's Python API (a path or an open Store) gives what the CLI prints."""
+    import vismerch
+
+    tags = _json(["tags", str(store), "--json"])
+    pid = tags[0]["id"]
+    cli_similar = _json(["similar", str(store), pid, "-k", "4", "--json"])
+    cli_colour = _json(["search", str(store), "--colour", "navy", "-k", "5", "--json"])
+    assert vismerch.similar(store, pid, k=4) == cli_similar
+    with vismerch.Store.open(store) as s:
+        assert vismerch.similar(s, pid, k=4) == cli_similar
+        assert vismerch.colour_search(s, "navy", k=5) == cli_colour
+        assert vismerch.search(s, colour="navy", k=5) == cli_colour
+    with pytest.raises(vismerch.errors.UsageError, match="no-such-id"):
+        vismerch.similar(store, "no-such-id")
+
+
+def test_collections_rules_and_arrange_with_schedules_and_reach(store):
+    """`collections --create --parent`, `rules add --starts --ends --reach`, `rules update`
+    and `arrange --at`: a scheduled subtree pin reaches the sub-collection inside its window
+    only, and stops reaching it with reach collection."""
+    from datetime import date, timedelta
+
+    path = str(store)
+    big = max(_json(["collections", path, "--json"]), key=lambda c: c["size"])
+    made = _json(["collections", path, "--create", "cli-sub", "--parent", big["name"], "--json"])
+    assert (made["parent"], made["size"]) == (big["name"], big["size"])
+    assert main(["collections", path, "--delete", big["name"]]) == 2  # a category: refused
+
+    def order(name, *extra):
+        slots = _json(["arrange", path, "-c", name, "--mode", "plain", "--json", *extra])
+        return slots
+
+    plain = order("cli-sub")
+    last = [s["id"] for s in plain if "flagged" not in s["reason"]][-1]
+    start = date.today() + timedelta(days=10)
+    inside, after = (start + timedelta(days=1)).isoformat(), (start + timedelta(days=5)).isoformat()
+    rule = _json(["rules", "add", path, "pin", "-c", big["name"], "--product", last,
+                  "--position", "1", "--oos", "keep", "--starts", start.isoformat(),
+                  "--ends", (start + timedelta(days=3)).isoformat(), "--reach", "subtree", "--json"])
+    try:
+        assert rule["active"] is False and rule["starts_at"] == f"{start.isoformat()}T00:00:00Z"
+        assert order("cli-sub")[0]["id"] != last  # not yet
+        top = order("cli-sub", "--at", inside)[0]
+        assert (top["id"], top["kind"]) == (last, "pinned")  # inside the window, from the parent
+        assert order("cli-sub", "--at", after)[0]["id"] != last  # over
+        listed = _json(["rules", "list", path, "-c", "cli-sub", "--json"])
+        assert [(r["id"], r["inherited_from"]) for r in listed] == [(rule["id"], big["name"])]
+        assert rule["id"] in {r["id"] for r in _json(["rules", "list", path, "--inactive", "--json"])}
+
+        assert _json(["rules", "update", path, str(rule["id"]), "--reach", "collection",
+                      "--json"])["reach"] == "collection"
+        assert order("cli-sub", "--at", inside)[0]["id"] != last
+        assert order(big["name"], "--at", inside)[0]["id"] == last
+        assert _json(["rules", "list", path, "-c", "cli-sub", "--json"]) == []
+        assert _json(["rules", "update", path, str(rule["id"]), "--always", "--json"])["active"] is True
+
+        assert main(["rules", "add", path, "boost", "--where", "true", "--starts", "2026-12-24",
+                     "--ends", "2026-12-01"]) == 2
+        assert main(["rules", "add", path, "boost", "--where", "true", "--reach", "subtree"]) == 2
+        assert main(["collections", path, "--create", "x", "--parent", "no-such"]) == 2
+    finally:
+        assert main(["rules", "remove", path, str(rule["id"])]) == 0
+        assert main(["collections", path, "--delete", "cli-sub"]) == 0

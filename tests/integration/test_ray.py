@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from vismerch.cli import app
 from vismerch.config import load_settings
 from vismerch.pipeline.distributors.ray_cluster import RayDistributor
 from vismerch.pipeline.ingest import ingest
+from vismerch.testing.kill import kill_after_shards
 
 pytestmark = pytest.mark.ray
 
@@ -135,21 +135,7 @@ def test_a_driver_killed_with_sigkill_resumes_to_the_same_store(cluster, catalog
     store = tmp_path / "store"
     proc = subprocess.Popen(_ingest_cmd(catalog.manifest_path, store, cluster), env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    committed = 0
-    deadline = time.time() + 90
-    while time.time() < deadline and proc.poll() is None:
-        if (store / "store.sqlite").exists():
-            try:
-                with sqlite3.connect(store / "store.sqlite", timeout=1) as con:
-                    committed = con.execute("SELECT COUNT(*) FROM shards").fetchone()[0]
-            except sqlite3.Error:
-                committed = 0
-            if committed >= 2:
-                break
-        time.sleep(0.02)
-    assert proc.poll() is None, "the run ended before it could be killed: " + proc.stderr.read().decode()
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    kill_after_shards(proc, store, 2, timeout=90)
     with Store.open(store) as partial:
         ok = partial.counts().get("ok", 0)
     assert 0 < ok < 40

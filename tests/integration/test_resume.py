@@ -4,17 +4,15 @@ uninterrupted run makes (same products, features, tags, flags, groups, errors)."
 from __future__ import annotations
 
 import os
-import signal
-import sqlite3
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
 from vismerch.catalog.sample import generate_catalog
 from vismerch.catalog.store import Store
+from vismerch.testing.kill import kill_after_shards
 
 pytestmark = pytest.mark.slow
 
@@ -66,23 +64,7 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path):
     killed = tmp_path / "killed"
     proc = subprocess.Popen(_ingest_cmd(catalog.manifest_path, killed), env=_env(4),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    committed = 0
-    while time.time() < deadline and proc.poll() is None:
-        db = killed / "store.sqlite"
-        if db.exists():
-            try:
-                with sqlite3.connect(db, timeout=1) as con:
-                    committed = con.execute("SELECT COUNT(*) FROM shards").fetchone()[0]
-            except sqlite3.Error:
-                committed = 0
-            if committed >= 3:
-                break
-        time.sleep(0.05)
-    assert proc.poll() is None, "the run finished before it could be killed; make the catalog larger"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-    assert committed >= 3
+    kill_after_shards(proc, killed, 3)
 
     with Store.open(killed) as store:
         partial = store.counts().get("ok", 0)

@@ -30,8 +30,8 @@ JOB_TIMEOUT_S = 150
 def env(store_template, tmp_path_factory):
     """A source root holding a store (a copy of the 40-product template, one collection
     published) and two catalog folders a job may ingest, served in-process."""
-    from vismerch.merch import versions
     from vismerch.merch.collections import list_collections, members
+    from vismerch.service import versions
 
     root = tmp_path_factory.mktemp("root")
     shutil.copytree(store_template, root / "store")
@@ -42,8 +42,8 @@ def env(store_template, tmp_path_factory):
     settings = load_settings(overrides={"serve_rate_limit": 0, "task_size": 6})
     ws = Workspace.open(root / "store", settings)
     name = max(list_collections(ws.store), key=lambda c: c["size"])["name"]
-    versions.save_version(ws.store, name, "live", members(ws.store, name))
-    versions.publish(ws.store, name, "live")
+    versions.save_order(ws, name, "live", members(ws.store, name))
+    versions.publish(ws, name, "live")
     keys = {kind: access.create_key(ws.store, kind)[0] for kind in access.KEY_KINDS}
     # entered, so every request shares one event loop and its thread pool, as under uvicorn
     with TestClient(create_app(ws, settings), raise_server_exceptions=False) as client:

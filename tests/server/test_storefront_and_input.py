@@ -14,10 +14,10 @@ SF = f"{API_PREFIX}/storefront/collections"
 
 
 def _publish(ws, collection: str, name: str, ids: list[str]) -> None:
-    from vismerch.merch import versions
+    from vismerch.service import versions
 
-    versions.save_version(ws.store, collection, name, ids)
-    versions.publish(ws.store, collection, name)
+    versions.save_order(ws, collection, name, ids)
+    versions.publish(ws, collection, name)
 
 
 def _collection(ws) -> tuple[str, list[str]]:

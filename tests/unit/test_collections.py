@@ -87,6 +87,30 @@ def test_refresh_follows_the_catalog(store):
     assert "P23" not in C.members(store, "pricey")
 
 
+def test_sub_collections_stay_inside_their_parent_through_refreshes(store):
+    from vismerch.errors import Conflict
+
+    C.create_collection(store, "cheap-shoes", where="price < 100", parent="shoes")
+    C.create_collection(store, "cheap-shoes-in-stock", where="in_stock", parent="cheap-shoes")
+    shoes = C.members(store, "shoes")
+    cheap = [p.id for p in store.products() if p.id in shoes and p.price < 100]
+    assert C.members(store, "cheap-shoes") == cheap and len(cheap) < len(shoes)
+    assert len([p for p in store.products() if p.price < 100]) > len(cheap)  # the parent bounds it
+    with store.transaction() as con:  # an ingest moves a cheap shoe to bags, restocks another
+        con.execute("UPDATE products SET category = 'bags' WHERE id = ?", (cheap[0],))
+        con.execute("UPDATE products SET stock = 10")
+    C.refresh_collections(store)
+    assert C.members(store, "cheap-shoes") == cheap[1:]
+    assert C.members(store, "cheap-shoes-in-stock") == cheap[1:]
+    with pytest.raises(Conflict):  # a category comes back with every ingest
+        C.delete_collection(store, "shoes")
+    with pytest.raises(Conflict):  # it has a sub-collection
+        C.delete_collection(store, "cheap-shoes")
+    assert C.delete_collection(store, "cheap-shoes-in-stock")["name"] == "cheap-shoes-in-stock"
+    C.delete_collection(store, "cheap-shoes")
+    assert "cheap-shoes" not in {c["name"] for c in C.list_collections(store)}
+
+
 def test_arrange_collection_end_to_end(store):
     from vismerch.merch.rules import add_rule
 

@@ -244,6 +244,10 @@ def test_gpu_decode_takes_only_what_it_decodes_like_the_cpu_decoder():
     assert not gpu_decode_eligible(_encode(im, "JPEG", icc_profile=adobe_rgb_icc()))  # needs CMS
     srgb = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
     assert gpu_decode_eligible(_encode(im, "JPEG", icc_profile=srgb))  # sRGB: nothing to convert
+    # nvJPEG decodes a JPEG cut short without an error (seen on an H200): the CPU must refuse it
+    whole = _encode(Image.effect_noise((256, 256), 60).convert("RGB"), "JPEG")
+    assert gpu_decode_eligible(whole + b"\x00\x00")  # zero padding after the end marker is fine
+    assert not gpu_decode_eligible(whole[: len(whole) * 2 // 3])
 
 
 def test_pinned_batch_and_prefetcher_on_cpu():
@@ -262,6 +266,17 @@ def test_pinned_batch_and_prefetcher_on_cuda():
     assert batch.is_pinned() and torch.equal(batch, torch.from_numpy(arrays))
     out = list(DevicePrefetcher([batch, pinned_batch(arrays[:1])], "cuda"))
     assert all(b.is_cuda for b in out) and torch.equal(out[0].cpu(), batch)
+
+
+@pytest.mark.gpu
+def test_prefetcher_takes_batches_already_on_the_device():
+    """nvJPEG hands the neural encoder device tensors; pinning one raised on every image of a
+    --device cuda --backend clip ingest (seen on an H200, 2026-12-04)."""
+    arrays = np.stack([np.full((8, 8, 3), i, np.uint8) for i in range(3)])
+    on_device = torch.from_numpy(arrays).cuda()
+    out = list(DevicePrefetcher([on_device, pinned_batch(arrays)], "cuda"))
+    assert [b.is_cuda for b in out] == [True, True]
+    assert torch.equal(out[0].cpu(), out[1].cpu())
 
 
 @pytest.mark.gpu

@@ -148,6 +148,26 @@ def test_calibration_replaces_efficiency_and_changes_the_answer(tmp_path, catalo
     assert other.efficiency.source == "default"
 
 
+def test_auto_takes_the_measured_faster_precision(tmp_path, catalog):
+    """FP8 through torchao ran ViT-B/16 at 0.41x bf16 on an H200 (benchmarks/RESULTS.md):
+    with that measured, auto plans bf16 there, as ingest's own race would pick."""
+    a = Assumptions({"decode_per_core": 0})
+    kw = dict(model="vit-b-16", images="50M", gpus=["h200"], assumptions=a, catalog=catalog)
+    assert make_plan(**kw).options[0].precision == "fp8"  # the roofline alone: fp8 is faster
+    bench = _write(tmp_path, {
+        "device": "NVIDIA H200", "date": "2026-12-04",
+        "results": [{"model": "vit-b-16", "precision": "bf16", "images_per_s": 9111.9, "batch": 256},
+                    {"model": "vit-b-16", "precision": "fp8", "images_per_s": 3730.5, "batch": 256}],
+    })
+    cal = load_calibration([bench], catalog, a)
+    best = make_plan(calibration=cal, **kw).options[0]
+    assert best.precision == "bf16" and best.rate_per_gpu == pytest.approx(9111.9)
+    assert any("bf16 is used" in n for n in best.notes)
+    # asked for explicitly, fp8 is planned at its measured rate
+    asked = make_plan(calibration=cal, precision="fp8", **kw).options[0]
+    assert asked.precision == "fp8" and asked.rate_per_gpu == pytest.approx(3730.5)
+
+
 def test_calibration_kernels(tmp_path, catalog):
     bench = _write(tmp_path, [{
         "gpu": "h200", "runs": [

@@ -51,7 +51,8 @@ def toy_model() -> nn.Module:
 CALIB = torch.randn(32, 64, generator=torch.Generator().manual_seed(1))
 
 
-def guard(requested: str, info: DeviceInfo, paths=None, min_cosine: float = 0.995, device="cpu"):
+def guard(requested: str, info: DeviceInfo, paths=None, min_cosine: float = 0.995, device="cpu",
+          seconds=None):
     model = toy_model().to(device)
     calib = CALIB.to(device)
 
@@ -62,7 +63,8 @@ def guard(requested: str, info: DeviceInfo, paths=None, min_cosine: float = 0.99
         with running(prepared):
             return prepared.module(calib.to(prepared.input_dtype)).float()
 
-    return choose_precision(requested, info, prepare=prepare, embed=embed, min_cosine=min_cosine)
+    return choose_precision(requested, info, prepare=prepare, embed=embed, min_cosine=min_cosine,
+                            seconds=seconds)
 
 
 def damaged_bf16(module: nn.Module, info: DeviceInfo) -> PreparedModel:
@@ -124,6 +126,40 @@ def test_damaged_low_precision_path_fails_the_guard_and_steps_down(caplog):
 def test_threshold_is_configurable():
     assert guard("bf16", fake_info(None), min_cosine=1.5).precision == "fp32"
     assert guard("bf16", fake_info(None), min_cosine=0.5).precision == "bf16"
+
+
+def healthy_fp8(module: nn.Module, info: DeviceInfo) -> PreparedModel:
+    """A stand-in FP8 path that runs on the CPU (bf16 under the fp8 name): accurate enough."""
+    return PreparedModel(module.to(torch.bfloat16), "fp8", torch.bfloat16)
+
+
+def fake_seconds(times: dict[str, float]):
+    return lambda prepared: times[prepared.precision]
+
+
+def test_auto_keeps_a_low_precision_only_when_it_is_faster():
+    # FP8 passed the guard on an H200 but ran at 0.41x bf16: auto must measure, not assume
+    slow = guard("auto", fake_info(90), paths={"fp8": healthy_fp8},
+                 seconds=fake_seconds({"fp8": 0.020, "bf16": 0.008}))
+    assert slow.precision == "bf16"
+    steps = [(st.precision, st.accepted) for st in slow.steps]
+    assert steps == [("fp8", True), ("bf16", True), ("fp8", False)]
+    assert "slower than bf16 here (20.0 vs 8.0 ms" in slow.steps[-1].reason
+    fast = guard("auto", fake_info(90), paths={"fp8": healthy_fp8},
+                 seconds=fake_seconds({"fp8": 0.004, "bf16": 0.008}))
+    assert fast.precision == "fp8"
+    assert next(fast.candidate.module.parameters()).dtype == torch.bfloat16
+    # an explicit request is honoured whatever its speed
+    asked = guard("fp8", fake_info(90), paths={"fp8": healthy_fp8},
+                  seconds=fake_seconds({"fp8": 0.020, "bf16": 0.008}))
+    assert asked.precision == "fp8"
+
+
+def test_auto_on_ampere_times_nothing():
+    def never(prepared):
+        raise AssertionError("bf16 has only fp32 below it: no race to run")
+
+    assert guard("auto", fake_info(80), seconds=never).precision == "bf16"
 
 
 @pytest.mark.skipif(HAS_TORCHAO, reason="checks the step-down when torchao is absent")

@@ -171,3 +171,115 @@ def test_rules_storage_log_and_revert(tmp_path):
     R.remove_rule(store, r1.id)
     with pytest.raises(UsageError):
         R.remove_rule(store, r1.id)
+
+
+# ---------------------------------------------------------------- schedules and reach
+
+
+def test_a_rule_is_active_from_its_start_until_its_exclusive_end():
+    r = rule(1, "pin", product_id="P1", position=1,
+             starts_at="2026-12-01T00:00:00Z", ends_at="2026-12-24T00:00:00Z")
+    assert not r.active("2026-11-30T23:59:59Z")
+    assert r.active("2026-12-01T00:00:00Z") and r.active("2026-12-23T23:59:59Z")
+    assert not r.active("2026-12-24T00:00:00Z")  # the end is exclusive
+    assert rule(2, "pin", starts_at="2026-12-01T00:00:00Z").active("2099-01-01T00:00:00Z")
+    assert rule(3, "pin", ends_at="2026-12-01T00:00:00Z").active("2000-01-01T00:00:00Z")
+    assert not rule(4, "pin", enabled=False).active("2026-12-05T00:00:00Z")
+
+
+@pytest.mark.parametrize("text, stamp", [
+    ("2026-12-01", "2026-12-01T00:00:00Z"),
+    ("2026-12-01T08:30:00Z", "2026-12-01T08:30:00Z"),
+    ("2026-12-01T08:30:00", "2026-12-01T08:30:00Z"),  # no offset: UTC
+    ("2026-12-01T02:00:00+02:00", "2026-12-01T00:00:00Z"),
+    ("2026-12-01T00:30:00-01:00", "2026-12-01T01:30:00Z"),
+    (None, None), ("", None),
+])
+def test_dates_become_utc_stamps(text, stamp):
+    assert R.parse_stamp(text) == stamp
+
+
+def test_bad_dates_and_windows_name_their_field():
+    from vismerch.errors import InvalidInput
+
+    with pytest.raises(InvalidInput) as info:
+        R.parse_stamp("next friday", "starts_at")
+    assert info.value.field == "starts_at"
+    for ends in ("2026-12-01T00:00:00Z", "2026-11-01T00:00:00Z"):  # equal or before: no window
+        with pytest.raises(InvalidInput) as info:
+            R.validate(rule(0, "boost", condition="true", factor=10,
+                            starts_at="2026-12-01T00:00:00Z", ends_at=ends))
+        assert info.value.field == "ends_at"
+    with pytest.raises(InvalidInput) as info:
+        R.validate(rule(0, "boost", condition="true", factor=10, reach="subtree"))
+    assert info.value.field == "reach"  # subtree of what? it needs a scope
+
+
+def test_resolve_applies_a_scheduled_pin_only_inside_its_window():
+    rules = [rule(1, "pin", product_id="P5", position=1, starts_at="2026-12-01T00:00:00Z",
+                  ends_at="2026-12-24T00:00:00Z"),
+             rule(2, "boost", condition='id == "P4"', factor=100, starts_at="2026-12-20T00:00:00Z")]
+    before = R.resolve(rules, records(), np.ones(6), at="2026-11-30T12:00:00Z")
+    assert before.pins == {} and before.scores[4] == 1.0 and before.applied == set()
+    during = R.resolve(rules, records(), np.ones(6), at="2026-12-21T00:00:00Z")
+    assert during.pins == {0: 5} and during.scores[4] == 2.0 and during.applied == {1, 2}
+    after = R.resolve(rules, records(), np.ones(6), at="2026-12-24T00:00:00Z")
+    assert after.pins == {} and after.scores[4] == 2.0 and after.applied == {2}
+
+
+def test_reach_subtree_goes_down_to_sub_collections_and_reach_collection_does_not():
+    rules = [rule(1, "hide", condition='id == "P1"', scope="dresses", reach="subtree"),
+             rule(2, "hide", condition='id == "P2"', scope="dresses"),  # reach collection
+             rule(3, "hide", condition='id == "P3"', scope="summer", reach="subtree"),
+             rule(4, "hide", condition='id == "P4"', scope="shoes", reach="subtree")]
+    own = R.resolve(rules, records(), np.ones(6), collection="dresses")
+    assert sorted(own.hidden) == [1, 2]
+    child = R.resolve(rules, records(), np.ones(6), collection="summer", lineage=["dresses"])
+    assert sorted(child.hidden) == [1, 3]
+    grandchild = R.resolve(rules, records(), np.ones(6), collection="sale",
+                           lineage=["summer", "dresses"])
+    assert sorted(grandchild.hidden) == [1, 3]
+    sibling = R.resolve(rules, records(), np.ones(6), collection="sandals", lineage=["shoes"])
+    assert sorted(sibling.hidden) == [4]
+    assert R.applies_to(rules[0], "summer", ["dresses"]) and not R.applies_to(rules[1], "summer",
+                                                                                 ["dresses"])
+
+
+def test_own_pins_beat_inherited_ones_which_beat_global_ones():
+    rules = [rule(9, "pin", product_id="P1", position=1),  # global, newest
+             rule(8, "pin", product_id="P2", position=1, scope="dresses", reach="subtree"),
+             rule(3, "pin", product_id="P3", position=1, scope="summer"),  # own, oldest
+             rule(7, "pin", product_id="P4", position=2),  # global
+             rule(6, "pin", product_id="P5", position=2, scope="dresses", reach="subtree"),
+             rule(5, "pin", product_id="NOPE", position=3, scope="dresses", reach="subtree")]
+    res = R.resolve(rules, records(), np.ones(6), collection="summer", lineage=["dresses"])
+    assert res.pins == {0: 3, 1: 5}
+    lost = sorted((c["rule"], c["winner"]) for c in res.conflicts)
+    assert lost == [(7, 6), (8, 3), (9, 3)]  # the inherited pin of a non-member is silently n/a
+
+
+def test_store_rules_reach_sub_collections_and_follow_the_clock(tmp_path):
+    from vismerch.merch import collections as C
+
+    store = _store(tmp_path)
+    C.create_collection(store, "cheap", where="price < 24", parent="dress")
+    C.create_collection(store, "cheapest", where="price < 22", parent="cheap")
+    assert C.members(store, "cheap") == ["P0", "P1", "P2", "P3"]
+    assert C.members(store, "cheapest") == ["P0", "P1"]
+    assert C.ancestors(store, "cheapest") == ["cheap", "dress"]
+    down = R.add_rule(store, "pin", scope="dress", product_id="P1", position=1, reach="subtree",
+                      starts_at="2026-12-01", ends_at="2026-12-24")
+    R.add_rule(store, "pin", scope="dress", product_id="P3", position=2)
+    assert [r.id for r in R.list_rules(store, "cheapest", applicable=True)] == [down.id]
+    assert [r.id for r in R.list_rules(store, "dress", applicable=True)] == [1, 2]
+    inside, outside = "2026-12-10T00:00:00Z", "2026-12-24T00:00:00Z"
+    assert arrange_collection(store, "cheapest", columns=2, at=inside).ids[0] == "P1"
+    assert arrange_collection(store, "cheapest", columns=2, at=outside).ids[0] == "P0"
+    cheap = arrange_collection(store, "cheap", columns=2, at=inside)
+    assert cheap.ids[:2] != ["P1", "P3"] and cheap.ids[0] == "P1"  # P3's pin stays on dress
+    assert cheap.applied == [down.id]
+    R.update_rule(store, down.id, reach="collection")
+    assert arrange_collection(store, "cheapest", columns=2, at=inside).ids[0] == "P0"
+    with pytest.raises(UsageError):
+        R.update_rule(store, down.id, ends_at="2026-11-01")  # before its start
+    assert R.get_rule(store, down.id).ends_at == "2026-12-24T00:00:00Z"

@@ -109,3 +109,33 @@ def test_unknown_source_type_and_missing_source(tmp_path):
         read_source(tmp_path / "m.xlsx")
     with pytest.raises(SourceError, match="does not exist"):
         read_source(tmp_path / "nope")
+
+
+def test_image_urls_are_kept_as_urls_and_name_the_product_without_an_id(tmp_path):
+    path = tmp_path / "m.csv"
+    inside = (tmp_path / "img" / "1.jpg")
+    _write_csv(path, [{"image": "https://cdn.example.com/p/1.jpg?w=800", "title": "a"},
+                      {"image": "HTTP://cdn.example.com/p/2.jpg", "title": "b"},
+                      {"image": inside.as_uri(), "title": "c"},
+                      {"image": "img/4.jpg", "title": "d"}])
+    by_title = {r.title: r for r in read_source(path)}
+    first = by_title["a"]
+    assert first.image_url == "https://cdn.example.com/p/1.jpg?w=800" and first.image_path is None
+    assert first.id == first.location == first.image_url
+    assert by_title["b"].image_url == "HTTP://cdn.example.com/p/2.jpg"
+    assert by_title["c"].image_url == inside.as_uri()
+    assert by_title["d"].image_url is None
+    assert by_title["d"].location == str((tmp_path / "img" / "4.jpg").resolve())
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ("ftp://files.example.com/1.jpg", "unsupported scheme 'ftp'"),
+    ("https:///no-host.jpg", "has no host"),
+    ("file:///etc/passwd", "outside the manifest's folder"),
+    ("file://otherhost/share/1.jpg", "names another host"),
+])
+def test_unusable_image_urls_name_the_row(tmp_path, bad, message):
+    path = tmp_path / "m.csv"
+    _write_csv(path, [{"id": "a", "image": "ok.jpg"}, {"id": "b", "image": bad}])
+    with pytest.raises(SourceError, match=f"row 3: .*{message}"):
+        read_source(path)

@@ -212,6 +212,26 @@ MIGRATIONS: list[str] = [
         published_at TEXT NOT NULL
     );
     """,
+    # 6 (branch versions): editable drafts with optimistic concurrency. A version's ETag is
+    # "v<id>-<revision>"; an edit bumps revision. Who saved and who last edited it.
+    """
+    ALTER TABLE arrangement_versions ADD COLUMN revision INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE arrangement_versions ADD COLUMN created_by TEXT;
+    ALTER TABLE arrangement_versions ADD COLUMN updated_at TEXT;
+    ALTER TABLE arrangement_versions ADD COLUMN updated_by TEXT;
+    CREATE INDEX IF NOT EXISTS arrangement_publications_by_collection
+        ON arrangement_publications (collection, id);
+    """,
+    # 7 (branch urls): validators of images downloaded from URLs, so a re-run sends
+    # conditional requests and skips unchanged images on 304 without downloading them
+    """
+    CREATE TABLE remote_images (
+        url TEXT PRIMARY KEY,
+        sha256 TEXT NOT NULL,              -- content hash of the bytes last downloaded
+        etag TEXT, last_modified TEXT,     -- as the server sent them (NULL if it did not)
+        run_id INTEGER
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,9 +1,11 @@
 """Catalog sources: a folder of images or a manifest (CSV, JSONL, Parquet) -> ProductRecords.
 
 A folder is walked recursively; a product's id is its path relative to the folder,
-POSIX-style, extension included. A manifest needs an ``image`` column (a path relative
-to the manifest's folder); ``id, title, description, category, brand, price, stock,
-sales, created_at`` are optional; every other column is kept as an attribute.
+POSIX-style, extension included. A manifest needs an ``image`` column: a path relative
+to the manifest's folder, or a URL (``http(s)://``, ``s3://``, ``gs://``, or ``file://``
+inside the manifest's folder) downloaded by the workers (``catalog/fetch.py``); ``id,
+title, description, category, brand, price, stock, sales, created_at`` are optional;
+every other column is kept as an attribute.
 Problems are SourceErrors that name the file and the row.
 """
 
@@ -19,6 +21,7 @@ from datetime import date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from vismerch.catalog.fetch import check_url, url_scheme
 from vismerch.errors import SourceError
 from vismerch.imaging.decode import IMAGE_EXTENSIONS
 
@@ -31,7 +34,7 @@ MANIFEST_SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".par
 @dataclass
 class ProductRecord:
     id: str
-    image_path: Path  # absolute
+    image_path: Path | None  # absolute; None when the image is a URL
     title: str | None = None
     description: str | None = None
     category: str | None = None
@@ -41,6 +44,12 @@ class ProductRecord:
     sales: float | None = None
     created_at: str | None = None
     attributes: dict[str, Any] = field(default_factory=dict)
+    image_url: str | None = None  # http(s):// or an fsspec URL, downloaded by the workers
+
+    @property
+    def location(self) -> str:
+        """Where the image is read from: its URL, or its absolute path."""
+        return self.image_url if self.image_url is not None else str(self.image_path)
 
 
 def read_source(source: str | os.PathLike) -> list[ProductRecord]:
@@ -172,18 +181,8 @@ def read_manifest(path: Path) -> list[ProductRecord]:
         image = _text(row.get("image"))
         if not image:
             raise SourceError(f"{where}: empty 'image' value")
-        rel = PurePosixPath(image.replace("\\", "/"))
-        if rel.is_absolute() or ".." in rel.parts:
-            raise SourceError(
-                f"{where}: image path {image!r} escapes the manifest's folder",
-                hint="image paths must be relative to the manifest and stay inside its folder",
-            )
-        full = (base / rel).resolve()
-        try:
-            full.relative_to(base)
-        except ValueError:  # a symlink pointing outside
-            raise SourceError(f"{where}: image path {image!r} escapes the manifest's folder") from None
-        product_id = _text(row.get("id")) or rel.as_posix()
+        url, full, default_id = _image_location(image, base, where)
+        product_id = _text(row.get("id")) or default_id
         if product_id in seen:
             raise SourceError(
                 f"{where}: duplicate id {product_id!r} (first seen at row {seen[product_id]})",
@@ -199,6 +198,7 @@ def read_manifest(path: Path) -> list[ProductRecord]:
         records.append(ProductRecord(
             id=product_id,
             image_path=full,
+            image_url=url,
             title=_text(row.get("title")),
             description=_text(row.get("description")),
             category=_text(row.get("category")),
@@ -211,3 +211,40 @@ def read_manifest(path: Path) -> list[ProductRecord]:
         ))
     records.sort(key=lambda r: r.id)
     return records
+
+
+def _image_location(image: str, base: Path, where: str) -> tuple[str | None, Path | None, str]:
+    """(URL, absolute path, default id) of a manifest's ``image`` value. A URL's default id
+    is the URL itself. ``file://`` URLs, like plain paths, must stay inside the manifest's
+    folder: a manifest is data, and must not read the machine's other files."""
+    scheme = url_scheme(image)
+    if scheme is not None:
+        try:
+            check_url(image)
+        except SourceError as exc:
+            raise SourceError(f"{where}: {exc.message}", hint=exc.hint) from None
+        if scheme == "file":
+            from urllib.parse import unquote, urlsplit
+
+            parts = urlsplit(image)
+            if parts.netloc not in ("", "localhost"):
+                raise SourceError(f"{where}: {image!r} names another host; file:// URLs are local")
+            local = Path(unquote(parts.path)).resolve()
+            if not local.is_relative_to(base):
+                raise SourceError(
+                    f"{where}: image URL {image!r} is outside the manifest's folder",
+                    hint="file:// URLs, like paths, must stay inside the manifest's folder",
+                )
+        return image, None, image
+    rel = PurePosixPath(image.replace("\\", "/"))
+    if rel.is_absolute() or ".." in rel.parts:
+        raise SourceError(
+            f"{where}: image path {image!r} escapes the manifest's folder",
+            hint="image paths must be relative to the manifest and stay inside its folder",
+        )
+    full = (base / rel).resolve()
+    try:
+        full.relative_to(base)
+    except ValueError:  # a symlink pointing outside
+        raise SourceError(f"{where}: image path {image!r} escapes the manifest's folder") from None
+    return None, full, rel.as_posix()

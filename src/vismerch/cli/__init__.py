@@ -7,22 +7,53 @@ Each module of this package adds its commands through a ``register(app)`` functi
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
 app = typer.Typer(
     name="vismerch",
-    help="GPU-accelerated visual merchandising: ingest, tag, dedup, search, arrange, plan.",
+    help="GPU-accelerated visual merchandising: ingest, tag, dedup, search, arrange, plan.\n\n"
+         "Settings (docs/settings.md): table default < --config TOML < VISMERCH_* environment "
+         "< flags (--setting NAME=VALUE, or a command's own flag).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="Settings TOML file for every command (default: $VISMERCH_CONFIG); "
+        "see docs/settings.md.")] = None,
+    setting: Annotated[list[str] | None, typer.Option(
+        "--setting", help="NAME=VALUE: set any setting for this run, above env and TOML "
+        "(a command's own flag for it wins); repeatable.")] = None,
+) -> None:
+    """Root options: they hold for whichever command follows (read by ``cli.context``)."""
+    from vismerch.cli.context import RootOptions, parse_setting_flags, set_root_options
+
+    options = RootOptions(config=config, overrides=parse_setting_flags(setting))
+    ctx.obj = options
+    token = set_root_options(options)
+    ctx.call_on_close(lambda: _reset(token))
+
+
+def _reset(token) -> None:
+    from vismerch.cli.context import reset_root_options
+
+    reset_root_options(token)
+
 
 # modules whose ``register(app)`` adds commands (light imports only: heavy ones live in the commands)
 _COMMAND_MODULES: tuple[str, ...] = (
     "vismerch.cli.core",
     "vismerch.cli.plan",
     "vismerch.cli.arrange",
+    "vismerch.cli.versions",
     "vismerch.cli.serve",
     "vismerch.cli.keys",
 )

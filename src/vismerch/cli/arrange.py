@@ -1,16 +1,19 @@
-"""Commands for collections and grid arrangement: collections, arrange, rules, versions.
+"""Commands for collections and grid arrangement: collections, arrange, rules.
 
-    vismerch collections STORE [--json] [--create NAME --where EXPR | --from-column COL]
+    vismerch collections STORE [--json] [--create NAME --where EXPR [--parent NAME] | --from-column COL]
     vismerch arrange STORE --collection dresses --columns 4 [--columns-set 2,3,4,5]
-                     --mode mix|flow [--preview out.png] [--html out.html] [--save NAME] [--json]
-    vismerch rules add|list|remove|enable|disable|log|revert STORE ...
-    vismerch versions list|show|diff|publish|rollback|export STORE ...
+                     --mode mix|flow|plain [--at DATE] [--preview out.png] [--html out.html]
+                     [--save NAME] [--json]
+    vismerch rules add|update|list|remove|enable|disable|log|revert STORE ...
+                     (add: [--starts DATE] [--ends DATE] [--reach collection|subtree])
+    (versions: cli/versions.py)
+
+The collections, arrange and rules commands only parse, call ``vismerch.service`` and render.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -18,7 +21,6 @@ import typer
 
 from vismerch.cli.output import JsonOpt, StoreArg
 from vismerch.cli.output import done as _done
-from vismerch.cli.output import open_store as _open
 from vismerch.cli.output import print_json as _print_json
 from vismerch.cli.output import safe as _safe
 from vismerch.cli.output import say as _say
@@ -31,6 +33,14 @@ CollectionOpt = Annotated[str | None, typer.Option("--collection", "-c",
 # ---------------------------------------------------------------- collections
 
 
+def _workspace(store: Path):
+    """The store with settings and caches (the service layer's view of it); settings from
+    the root --config/--setting, env and TOML like every command (cli.context)."""
+    from vismerch.cli.context import open_workspace
+
+    return open_workspace(store, {})
+
+
 def collections_cmd(
     store: StoreArg,
     create: Annotated[str | None, typer.Option(
@@ -38,6 +48,11 @@ def collections_cmd(
     where: Annotated[str | None, typer.Option(
         "--where", help=
             'With --create: a rule, e.g. \'category == "dress" and price < 120\'.')] = None,
+    parent: Annotated[str | None, typer.Option(
+        "--parent", help=
+            "With --create: make it a sub-collection of this one (its products are the "
+            "parent's that match --where; all of them without). Rules with reach subtree on "
+            "the parent apply to it too.")] = None,
     column: Annotated[str | None, typer.Option(
         "--column", help="With --create: a manifest column ...")] = None,
     value: Annotated[str | None, typer.Option(
@@ -47,7 +62,7 @@ def collections_cmd(
             "Make every value of this manifest column a collection (kept up to date after each "
             "ingest).")] = None,
     delete: Annotated[str | None, typer.Option(
-        "--delete", help="Delete this collection and the rules scoped to it.")] = None,
+        "--delete", help="Delete this collection and the rules scoped to it (not a category).")] = None,
     members: Annotated[str | None, typer.Option(
         "--members", help="List the products of this collection.")] = None,
     refresh: Annotated[bool, typer.Option(
@@ -56,39 +71,42 @@ def collections_cmd(
 ) -> None:
     """List collections with their sizes; create, refresh or delete them."""
     from vismerch.errors import UsageError
-    from vismerch.merch import collections as colls
+    from vismerch.service import collections as service
 
-    st = _open(store)
+    ws = _workspace(store)
     if create:
-        if where is None and column is None:
-            raise UsageError("--create needs --where EXPR or --column COL --value VALUE")
-        made = colls.create_collection(st, create, where=where, column=column, value=value)
-        _done(made, json_out,
-              f"created [bold]{_safe(made['name'])}[/] ({made['kind']}): {made['size']} products")
+        if where is None and column is None and parent is None:
+            raise UsageError("--create needs --where EXPR, --column COL --value VALUE or --parent NAME")
+        made = service.create_collection(ws, create, where=where, parent=parent, column=column,
+                                         value=value)
+        _done(made.model_dump(), json_out,
+              f"created [bold]{_safe(made.id)}[/] ({made.kind}"
+              + (f", in {_safe(made.parent)}" if made.parent else "") + f"): {made.size} products")
         return
     if from_column:
-        out = colls.add_collection_column(st, from_column)
-        _done(out, json_out,
+        out = service.add_column(ws, from_column)
+        _done(out.model_dump(), json_out,
               f"collections from column {_safe(from_column)}: created "
-              f"{_safe(', '.join(out['created']) or 'none')}")
+              f"{_safe(', '.join(out.created) or 'none')}")
         return
     if delete:
-        out = colls.delete_collection(st, delete)
-        _done(out, json_out, f"deleted {_safe(delete)} ({out['rules_removed']} scoped rules removed)")
+        gone = service.delete_collection(ws, delete)
+        _done(gone.model_dump(), json_out,
+              f"deleted {_safe(delete)} ({gone.rules_removed} scoped rules removed)")
         return
     if members:
-        ids = colls.members(st, members)
+        ids = service.members(ws, members)
         _done(ids, json_out, _safe("\n".join(ids) or "(empty)"))
         return
     if refresh:
-        colls.refresh_collections(st)
-    rows = colls.list_collections(st)
+        service.refresh(ws)
+    rows = service.list_collections(ws)
     if json_out:
-        _print_json(rows)
+        _print_json([{"name": r.id, **r.model_dump()} for r in rows])
         return
-    _table("collections", ["name", "size", "kind", "definition"],
-           [[r["name"], r["size"], r["kind"] + (" (auto)" if r["auto"] else ""),
-             json.dumps(r["definition"])] for r in rows])
+    _table("collections", ["name", "size", "kind", "parent", "definition", "published"],
+           [[r.id, r.size, r.kind + (" (auto)" if r.auto else ""), r.parent or "",
+             json.dumps(r.definition), r.published_version or ""] for r in rows])
 
 
 # ---------------------------------------------------------------- arrange
@@ -102,7 +120,9 @@ def arrange_cmd(
         "--columns-set", help=
             "Other widths to optimise at once, e.g. 2,3,4,5 (mobile to desktop).")] = None,
     mode: Annotated[str, typer.Option(
-        "--mode", help="mix (spread colours) or flow (colour blocks and gradients).")] = "mix",
+        "--mode", help=
+            "mix (spread colours), flow (colour blocks and gradients) or plain (rules and score "
+            "only).")] = "mix",
     weights: Annotated[str | None, typer.Option(
         "--weights", help="Score blend, e.g. sales=0.5,revenue=0.3,newness=0.2.")] = None,
     backend: Annotated[str | None, typer.Option(
@@ -114,6 +134,10 @@ def arrange_cmd(
     duplicates: Annotated[str, typer.Option(
         "--duplicates", help=
             "Near-duplicates: space (apart), collapse (show the representative only) or off.")] = "space",
+    at: Annotated[str | None, typer.Option(
+        "--at", help=
+            "Apply the rules as they will be (or were) active then, e.g. 2026-12-10 "
+            "(default: now).")] = None,
     preview: Annotated[Path | None, typer.Option(
         "--preview", help="Write a PNG mosaic of the first rows.")] = None,
     html_out: Annotated[Path | None, typer.Option(
@@ -131,25 +155,28 @@ def arrange_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Arrange a collection for a grid: business first, no look-alike neighbours, explained."""
-    from vismerch.config import load_settings
-    from vismerch.merch import versions
-    from vismerch.merch.layout import arrange_collection
     from vismerch.merch.preview import html_page, lookalike_pairs, mosaic
+    from vismerch.merch.rules import parse_stamp
+    from vismerch.service import arrangements
 
     if publish_it and not save:
         from vismerch.errors import UsageError
 
         raise UsageError("--publish needs --save NAME (only a saved version can be published)",
                          hint=f"vismerch arrange {store} --collection {collection} --save NAME --publish")
-    st = _open(store)
-    result = arrange_collection(st, collection, columns=columns, columns_set=columns_set,
-                                mode=mode, weights=weights, backend=backend,
-                                quality_gate=quality_gate, duplicates=duplicates,
-                                settings=load_settings())
+    ws = _workspace(store)
+    st = ws.store
+    result = arrangements.arrange(ws, collection, columns=columns, columns_set=columns_set,
+                                  mode=mode, weights=weights, backend=backend,
+                                  quality_gate=quality_gate, duplicates=duplicates,
+                                  at=parse_stamp(at, "at"))
     arr = result.arrangement
     saved = None
-    if save:
-        saved = versions.save_version(st, collection, save, result, publish=publish_it)
+    if save:  # through the service: --publish also rewrites the storefront grid
+        from vismerch.service import versions
+
+        saved = versions.save_order(ws, collection, save, result,
+                                    publish=publish_it).model_dump(exclude={"items", "ids"})
     if preview or html_out:
         tau = float(arr.params["lookalike_cosine"])
         vectors = result.vectors(arr.ids)
@@ -162,7 +189,7 @@ def arrange_cmd(
                                                 threshold=tau))
     if json_out:
         if full:
-            _print_json({**result.as_dict(), "saved": saved})
+            _print_json({**result.as_dict(), "saved": saved, "rules_applied": result.applied})
         else:
             _print_json([{"position": s.position, "id": s.id, "reason": s.reason, "kind": s.kind,
                           "score": round(s.score, 6)} for s in arr.slots])
@@ -177,6 +204,8 @@ def arrange_cmd(
            [[r.columns, r.in_depth, r.plain_in_depth,
              (f"{r.pairs[0]['a']}/{r.pairs[0]['b']} at {r.pairs[0]['positions']}"
               f" cos {r.pairs[0]['cosine']}") if r.pairs else ""] for r in arr.breakpoints])
+    if result.applied:
+        _say("rules applied: " + ", ".join(f"#{i}" for i in result.applied))
     if result.hidden:
         _say(f"hidden by rules: {len(result.hidden)} products")
     if arr.collapsed:
@@ -197,6 +226,23 @@ def arrange_cmd(
 
 rules_app = typer.Typer(help="Merchandising rules: pin, boost, bury, hide, bury-out-of-stock.",
                         no_args_is_help=True)
+RuleIdArg = Annotated[int, typer.Argument(help="Rule id.")]
+StartsOpt = Annotated[str | None, typer.Option(
+    "--starts", help="Applies from then: a date (2026-12-01, UTC midnight) or RFC 3339 time.")]
+EndsOpt = Annotated[str | None, typer.Option(
+    "--ends", help="Applies until then, exclusive (2026-12-24 = up to the end of the 23rd, UTC).")]
+ReachOpt = Annotated[str | None, typer.Option(
+    "--reach", help="collection (that page only) or subtree (its sub-collections too).")]
+
+
+def _rule_rows(rules: list) -> list[list]:
+    return [[r.id, r.kind, r.collection or "(global)",
+             r.description.split(": ", 1)[1] if ": " in r.description else r.description,
+             r.reach if r.collection else "", r.starts_at or "", r.ends_at or "",
+             "yes" if r.active else ("disabled" if not r.enabled else "no")] for r in rules]
+
+
+_RULE_COLUMNS = ["id", "kind", "scope", "what", "reach", "starts", "ends", "active"]
 
 
 @rules_app.command("add")
@@ -214,188 +260,129 @@ def rules_add(
     oos: Annotated[str, typer.Option(
         "--oos", help=
             "Pin when out of stock: release, substitute (most similar in stock) or keep.")] = "release",
+    starts: StartsOpt = None,
+    ends: EndsOpt = None,
+    reach: ReachOpt = None,
     note: Annotated[str | None, typer.Option(
         "--note", help="Free text shown with the rule.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Add a rule, scoped to --collection or global."""
-    from vismerch.merch.rules import add_rule
+    """Add a rule, scoped to --collection or global; --starts/--ends schedule it."""
+    from vismerch.service import rules
 
-    rule = add_rule(_open(store), kind, scope=collection, condition=where, product_id=product,
-                    position=position, factor=factor, oos_policy=oos, note=note)
-    _done(rule.as_dict(), json_out, f"added {_safe(rule.describe())}")
+    rule = rules.add_rule(_workspace(store), kind, collection=collection, where=where,
+                          product=product, position=position, factor=factor, oos_policy=oos,
+                          note=note, starts_at=starts, ends_at=ends, reach=reach or "collection")
+    _done(rule.model_dump(), json_out, f"added {_safe(rule.description)}"
+          + ("" if rule.active else " (not active now)"))
+
+
+@rules_app.command("update")
+def rules_update(
+    store: StoreArg,
+    rule_id: RuleIdArg,
+    where: Annotated[str | None, typer.Option("--where", help="New condition.")] = None,
+    product: Annotated[str | None, typer.Option("--product", help="Pin: new product id.")] = None,
+    position: Annotated[int | None, typer.Option("--position", help="Pin: new position.")] = None,
+    factor: Annotated[float | None, typer.Option("--factor", help="New strength 0-100.")] = None,
+    starts: StartsOpt = None,
+    ends: EndsOpt = None,
+    reach: ReachOpt = None,
+    always: Annotated[bool, typer.Option(
+        "--always", help="Remove the start and end dates.")] = False,
+    note: Annotated[str | None, typer.Option("--note", help="New note.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Change some fields of a rule (the others stay)."""
+    from vismerch.service import rules
+
+    given = {"where": where, "product": product, "position": position, "factor": factor,
+             "starts_at": starts, "ends_at": ends, "reach": reach, "note": note}
+    changes = {k: v for k, v in given.items() if v is not None}
+    if always:
+        changes.update(starts_at=None, ends_at=None)
+    rule = rules.update_rule(_workspace(store), rule_id, changes)
+    _done(rule.model_dump(), json_out, f"updated {_safe(rule.description)}")
 
 
 @rules_app.command("list")
-def rules_list(store: StoreArg, collection: CollectionOpt = None, json_out: JsonOpt = False) -> None:
-    """List rules (of one collection, with the global ones, when --collection is given)."""
-    from vismerch.merch.rules import list_rules
+def rules_list(
+    store: StoreArg,
+    collection: CollectionOpt = None,
+    active: Annotated[bool | None, typer.Option(
+        "--active/--inactive", help="Only rules in force now (or only those not).",
+        show_default=False)] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List rules; with --collection every rule that reaches its page (its own, the subtree
+    rules of its parents and the global ones)."""
+    from vismerch.service import rules as service
 
-    rules = list_rules(_open(store), collection, applicable=True)
+    ws = _workspace(store)
+    rules = (service.rules_for_collection(ws, collection) if collection is not None
+             else service.list_rules(ws))
+    if active is not None:
+        rules = [r for r in rules if r.active == active]
     if json_out:
-        _print_json([r.as_dict() for r in rules])
+        _print_json([r.model_dump() for r in rules])
         return
-    _table("rules", ["id", "kind", "scope", "what", "enabled"],
-           [[r.id, r.kind, r.scope or "(global)", r.describe().split(": ", 1)[1], r.enabled]
-            for r in rules])
+    _table("rules", _RULE_COLUMNS, _rule_rows(rules))
 
 
 @rules_app.command("remove")
-def rules_remove(store: StoreArg, rule_id: Annotated[int, typer.Argument(help="Rule id.")]) -> None:
+def rules_remove(store: StoreArg, rule_id: RuleIdArg) -> None:
     """Delete a rule."""
-    from vismerch.merch.rules import remove_rule
+    from vismerch.service import rules
 
-    remove_rule(_open(store), rule_id)
+    rules.delete_rule(_workspace(store), rule_id)
     _say(f"removed rule #{rule_id}")
 
 
 @rules_app.command("enable")
-def rules_enable(store: StoreArg, rule_id: Annotated[int, typer.Argument(help="Rule id.")]) -> None:
+def rules_enable(store: StoreArg, rule_id: RuleIdArg) -> None:
     """Turn a rule back on."""
-    from vismerch.merch.rules import set_enabled
+    from vismerch.service import rules
 
-    set_enabled(_open(store), rule_id, True)
+    rules.set_enabled(_workspace(store), rule_id, True)
     _say(f"enabled rule #{rule_id}")
 
 
 @rules_app.command("disable")
-def rules_disable(store: StoreArg, rule_id: Annotated[int, typer.Argument(
-    help="Rule id.")]) -> None:
+def rules_disable(store: StoreArg, rule_id: RuleIdArg) -> None:
     """Turn a rule off without deleting it."""
-    from vismerch.merch.rules import set_enabled
+    from vismerch.service import rules
 
-    set_enabled(_open(store), rule_id, False)
+    rules.set_enabled(_workspace(store), rule_id, False)
     _say(f"disabled rule #{rule_id}")
 
 
 @rules_app.command("log")
 def rules_log(store: StoreArg, collection: CollectionOpt = None, json_out: JsonOpt = False) -> None:
     """Out-of-stock pins released or substituted (each substitution can be reverted)."""
-    from vismerch.merch.rules import rule_log
+    from vismerch.service import rules
 
-    rows = rule_log(_open(store), collection)
+    rows = rules.rule_log(_workspace(store), collection)
     if json_out:
-        _print_json(rows)
+        _print_json([r.model_dump() for r in rows])
         return
     _table("rule log", ["id", "when", "collection", "rule", "kind", "product", "substitute",
                         "reverted"],
-           [[r["id"], r["created_at"], r["collection"], r["rule_id"], r["kind"], r["product_id"],
-             r["substitute_id"], r["reverted_at"] or ""] for r in rows])
+           [[r.id, r.created_at, r.collection, r.rule_id, r.kind, r.product_id,
+             r.substitute_id, r.reverted_at or ""] for r in rows])
 
 
 @rules_app.command("revert")
 def rules_revert(store: StoreArg, log_id: Annotated[int, typer.Argument(
     help="Rule-log id of a substitution.")]) -> None:
     """Undo a substitution: the pin keeps its own (out-of-stock) product again."""
-    from vismerch.merch.rules import revert_substitution
+    from vismerch.service import rules
 
-    row = revert_substitution(_open(store), log_id)
-    _say(f"reverted: rule #{row['rule_id']} keeps {_safe(row['product_id'])} in "
-         f"{_safe(row['collection'])}")
-
-
-# ---------------------------------------------------------------- versions
-
-versions_app = typer.Typer(help="Saved arrangements: list, show, diff, publish, roll back, export.",
-                           no_args_is_help=True)
-CollectionArg = Annotated[str, typer.Argument(help="Collection name.")]
-
-
-@versions_app.command("list")
-def versions_list(store: StoreArg, collection: CollectionOpt = None, json_out: JsonOpt = False) -> None:
-    """Saved versions, oldest first (the published one is marked)."""
-    from vismerch.merch.versions import list_versions
-
-    rows = list_versions(_open(store), collection)
-    if json_out:
-        _print_json(rows)
-        return
-    _table("versions", ["collection", "name", "created", "size", "published"],
-           [[r["collection"], r["name"], r["created_at"], r["size"], "yes" if r["published"] else ""]
-            for r in rows])
-
-
-@versions_app.command("show")
-def versions_show(store: StoreArg, collection: CollectionArg,
-                  name: Annotated[str, typer.Argument(help="Version name or `published`.")],
-                  json_out: JsonOpt = False) -> None:
-    """One version's slots with their reasons."""
-    from vismerch.merch.versions import get_version
-
-    v = get_version(_open(store), collection, name)
-    if json_out:
-        _print_json(v)
-        return
-    _table(f"{collection} / {v['name']}", ["pos", "id", "reason"],
-           [[i["position"], i["id"], i["reason"]] for i in v["items"]])
-
-
-@versions_app.command("diff")
-def versions_diff(store: StoreArg, collection: CollectionArg,
-                  a: Annotated[str, typer.Argument(help="From version (or `published`).")],
-                  b: Annotated[str, typer.Argument(help="To version.")],
-                  json_out: JsonOpt = False) -> None:
-    """Products moved, added and removed between two versions."""
-    from vismerch.merch.versions import diff_versions
-
-    d = diff_versions(_open(store), collection, a, b)
-    if json_out:
-        _print_json(d)
-        return
-    rows = [[m["id"], "moved", m["from"], m["to"]] for m in d["moved"]]
-    rows += [[x["id"], "added", "", x["position"]] for x in d["added"]]
-    rows += [[x["id"], "removed", x["position"], ""] for x in d["removed"]]
-    _table(f"{collection}: {a} -> {b} ({d['unchanged']} unchanged)", ["id", "change", "from", "to"],
-           rows)
-
-
-@versions_app.command("publish")
-def versions_publish(store: StoreArg, collection: CollectionArg,
-                     name: Annotated[str, typer.Argument(help="Version to publish.")]) -> None:
-    """Mark a version as the one the storefront shows."""
-    from vismerch.merch.versions import publish
-
-    out = publish(_open(store), collection, name)
-    _say(f"published {_safe(collection)} / {_safe(out['published'])}")
-
-
-@versions_app.command("rollback")
-def versions_rollback(store: StoreArg, collection: CollectionArg,
-                      to: Annotated[str | None, typer.Option(
-                          "--to", help=
-                              "An earlier published version (default: the previous one).")] = None) -> None:
-    """Publish again the previously published version."""
-    from vismerch.merch.versions import rollback
-
-    out = rollback(_open(store), collection, to)
-    _say(f"rolled back {_safe(collection)} to {_safe(out['published'])}")
-
-
-@versions_app.command("export")
-def versions_export(
-    store: StoreArg, collection: CollectionArg,
-    name: Annotated[str, typer.Argument(
-        help="Version (default: the published one).")] = "published",
-    fmt: Annotated[str, typer.Option("--format", help="csv or json.")] = "csv",
-    out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="File to write (default: stdout).")] = None,
-    spreadsheet: Annotated[bool, typer.Option(
-        "--spreadsheet-safe/--raw", help=
-            "CSV: prefix cells starting with = + - @ tab or CR with ' so a spreadsheet shows "
-            "them instead of running them; --raw keeps ids byte for byte for machine sync.")] = True,
-) -> None:
-    """Export (position, product id) for syncing to a storefront."""
-    from vismerch.merch.versions import export_version
-
-    text = export_version(_open(store), collection, name, fmt, out, spreadsheet=spreadsheet)
-    if out is None:
-        sys.stdout.write(text)
-    else:
-        _say(f"wrote {_safe(out)}")
+    row = rules.revert_substitution(_workspace(store), log_id)
+    _say(f"reverted: rule #{row.rule_id} keeps {_safe(row.product_id)} in "
+         f"{_safe(row.collection)}")
 
 
 def register(app: typer.Typer) -> None:
     app.command("collections")(collections_cmd)
     app.command("arrange")(arrange_cmd)
     app.add_typer(rules_app, name="rules")
-    app.add_typer(versions_app, name="versions")

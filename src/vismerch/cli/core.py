@@ -7,26 +7,35 @@ from typing import Annotated
 
 import typer
 
+from vismerch.cli.context import command_settings, open_workspace
 from vismerch.cli.output import JsonOpt, StoreArg, console
-from vismerch.cli.output import open_store as _open
 from vismerch.cli.output import print_json as _print_json
 from vismerch.cli.output import safe as _safe
 from vismerch.cli.output import table as _table
+from vismerch.errors import NotFound
 
 
 def ingest_cmd(
-    source: Annotated[Path, typer.Argument(help="Folder of images, or a manifest (.csv, .jsonl, .parquet).")],
+    source: Annotated[Path, typer.Argument(
+        help="Folder of images, or a manifest (.csv, .jsonl, .parquet) whose image column holds "
+             "paths or URLs (http(s), s3, gs, file; see the fetch_* settings).")],
     store: Annotated[Path, typer.Option("--store", "-s", help="Store directory (created if missing).")],
     backend: Annotated[
         list[str], typer.Option("--backend", "-b", help="Feature backend(s); colour always runs.")
     ] = ["colour"],  # noqa: B006 - typer needs a list default
-    workers: Annotated[int, typer.Option(help="Worker processes (0 = one per core).")] = 0,
-    device: Annotated[str, typer.Option(help="cpu, cuda or cuda:N.")] = "cpu",
+    workers: Annotated[
+        int | None, typer.Option(help="Worker processes, 0 = one per core (setting: workers).")
+    ] = None,
+    device: Annotated[str | None, typer.Option(help="cpu, cuda or cuda:N (setting: device).")] = None,
     model: Annotated[str | None, typer.Option(help="Model id or local folder for neural backends.")] = None,
     revision: Annotated[str | None, typer.Option(help="Pinned model revision (commit/tag).")] = None,
-    precision: Annotated[str, typer.Option(help="auto|fp32|bf16|fp16|fp8|fp4 for neural backends.")] = "auto",
+    precision: Annotated[
+        str | None, typer.Option(help="auto|fp32|bf16|fp16|fp8|fp4 for neural backends (setting: precision).")
+    ] = None,
     compile: Annotated[bool, typer.Option("--compile", help="torch.compile the neural encoder.")] = False,
-    config: Annotated[Path | None, typer.Option(help="Settings TOML file.")] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="Settings TOML file (the same as `vismerch --config FILE ingest`).")
+    ] = None,
     distributor: Annotated[
         str | None, typer.Option(help="auto, local, device or ray (setting: distributor).")
     ] = None,
@@ -37,17 +46,16 @@ def ingest_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Ingest a catalog into a store: incremental, resumable, safe on bad files."""
-    from vismerch.config import load_settings
     from vismerch.pipeline.ingest import ingest
 
-    settings = load_settings(toml_path=config,
-                             overrides={"distributor": distributor, "ray_address": ray_address})
-    neural = {"model": model, "revision": revision, "precision": precision, "compile": compile or None}
+    settings = command_settings({"workers": workers, "device": device, "precision": precision,
+                                 "distributor": distributor, "ray_address": ray_address}, config=config)
+    # the resolved precision is part of what was asked for (the plan's key), as before
+    neural = {"model": model, "revision": revision, "precision": settings.precision,
+              "compile": compile or None}
     options = {b: neural for b in backend if b in ("clip", "siglip", "openclip")}
-    summary = ingest(
-        source, store, backends=backend, backend_options=options, settings=settings,
-        workers=workers or None, device=device, progress=not json_out,
-    )
+    summary = ingest(source, store, backends=backend, backend_options=options, settings=settings,
+                     progress=not json_out)
     if json_out:
         _print_json(summary.as_dict())
         return
@@ -68,7 +76,9 @@ def tags_cmd(
     attribute: Annotated[
         str | None, typer.Option(help="Attribute tags (neural): pattern, category, sleeve-length, ...")
     ] = None,
-    threshold: Annotated[float | None, typer.Option(help="Minimum attribute tag score.")] = None,
+    threshold: Annotated[
+        float | None, typer.Option(help="Minimum attribute tag score (setting: tag_threshold).")
+    ] = None,
     vocabulary: Annotated[
         Path | None, typer.Option(help="Attribute vocabulary TOML (default: built in).")
     ] = None,
@@ -76,36 +86,40 @@ def tags_cmd(
         list[str] | None,
         typer.Option(help="Record a merchandiser label ID=LABEL for --attribute (overrides zero-shot)."),
     ] = None,
+    device: Annotated[str | None, typer.Option(help="Device for --attribute (setting: device).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Colour tags and quality flags per product (or zero-shot attribute tags)."""
-    s = _open(store)
-    if attribute is not None:
-        from vismerch.errors import UsageError
-        from vismerch.merch.tagging import set_tag_label, tag_attributes
+    from vismerch.errors import UsageError
+    from vismerch.service import catalog, tagging
 
-        for item in label or []:
-            pid, sep, value = item.partition("=")
-            if not sep or not pid or not value:
-                raise UsageError(f"--label {item!r}: expected ID=LABEL")
-            if s.product(pid) is None:
-                raise UsageError(f"--label {item!r}: no product {pid!r}")
-            set_tag_label(s, pid, attribute, value)
-        data = tag_attributes(s, attribute=attribute, threshold=threshold, vocabulary=vocabulary)
-        if json_out:
-            _print_json(data)
-            return
-        _table(f"{attribute} tags", ["id", "tags"], [
-            [d["id"], ", ".join(f"{t['name']} {t['score']:.2f}" for t in d["tags"])] for d in data
-        ])
-        return
-    if label:
-        from vismerch.errors import UsageError
-
+    if label and attribute is None:
         raise UsageError(
             "--label needs --attribute", hint="vismerch tags STORE --attribute pattern --label ID=striped"
         )
-    data = s.tags()
+    labels = []
+    for item in label or []:
+        pid, sep, value = item.partition("=")
+        if not sep or not pid or not value:
+            raise UsageError(f"--label {item!r}: expected ID=LABEL")
+        labels.append((pid, value))
+    ws = open_workspace(store, {"tag_threshold": threshold, "device": device})
+    if attribute is not None:
+        for pid, value in labels:
+            try:
+                tagging.set_label(ws, pid, attribute, value)
+            except NotFound:
+                raise UsageError(f"--label {pid}={value}: no product {pid!r}") from None
+        rows = [r.model_dump() for r in tagging.attribute_tags(ws, attribute, vocabulary=vocabulary)]
+        if json_out:
+            _print_json(rows)
+            return
+        _table(f"{attribute} tags", ["id", "tags"], [
+            [d["id"], ", ".join(f"{t['name']} {t['score']:.2f}" for t in d["tags"])] for d in rows
+        ])
+        return
+    # flags as the store lists raised ones: {name, value}
+    data = [t.model_dump(exclude={"flags": {"__all__": {"flagged"}}}) for t in catalog.tags(ws)]
     if json_out:
         _print_json(data)
         return
@@ -122,8 +136,11 @@ def quality_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Image-quality flags with the measured value beside each."""
-    s = _open(store)
-    data = [{"id": pid, "flags": flags} for pid, flags in s.quality(flagged_only=not all_metrics).items()]
+    from vismerch.service import quality
+
+    metrics = quality.quality_metrics(open_workspace(store), all_metrics=all_metrics)
+    hide = None if all_metrics else {"flagged"}  # only raised flags: flagged goes without saying
+    data = [{"id": pid, "flags": [m.model_dump(exclude=hide) for m in ms]} for pid, ms in metrics.items()]
     if json_out:
         _print_json(data)
         return
@@ -134,7 +151,9 @@ def quality_cmd(
 
 def audit_cmd(store: StoreArg, json_out: JsonOpt = False) -> None:
     """Catalog audit: listed colours that disagree with the image (CIEDE2000 as evidence)."""
-    data = _open(store).audit()
+    from vismerch.service import quality
+
+    data = quality.audit_rows(open_workspace(store))
     if json_out:
         _print_json(data)
         return
@@ -144,7 +163,9 @@ def audit_cmd(store: StoreArg, json_out: JsonOpt = False) -> None:
 
 def errors_cmd(store: StoreArg, json_out: JsonOpt = False) -> None:
     """Images that were refused, with the reason."""
-    data = _open(store).errors()
+    from vismerch.service import catalog
+
+    data = [e.model_dump() for e in catalog.errors(open_workspace(store))]
     if json_out:
         _print_json(data)
         return
@@ -154,27 +175,35 @@ def errors_cmd(store: StoreArg, json_out: JsonOpt = False) -> None:
 
 def dupes_cmd(store: StoreArg, json_out: JsonOpt = False) -> None:
     """Near-duplicate groups with their representative."""
-    data = _open(store).dup_groups()
+    from vismerch.service import duplicates
+
+    groups = duplicates.list_groups(open_workspace(store))
+    data = [g.model_dump(include={"group", "representative", "members"}) for g in groups]
     if json_out:
         _print_json(data)
         return
-    _table("duplicate groups", ["group", "representative", "members"],
-           [[d["group"], d["representative"], ", ".join(d["members"])] for d in data])
+    _table("duplicate groups", ["group", "representative", "members", "review"],
+           [[g.group, g.representative, ", ".join(g.members), g.status] for g in groups])
+
+
+KOpt = Annotated[int, typer.Option("-k", min=1, help="How many.")]
 
 
 def similar_cmd(
     store: StoreArg,
     product_id: Annotated[str, typer.Argument(help="Product id.")],
-    k: Annotated[int, typer.Option("-k", help="How many.")] = 12,
+    k: KOpt = 12,
     same_category: Annotated[bool, typer.Option("--same-category", help="Only the same category.")] = False,
     in_stock: Annotated[bool, typer.Option("--in-stock", help="Only products in stock.")] = False,
     backend: Annotated[str | None, typer.Option(help="Vectors to use (default: neural if present).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """More like this: the most similar products to one product."""
-    from vismerch import api
+    from vismerch.service import search
 
-    data = api.similar(store, product_id, k, same_category=same_category, in_stock=in_stock, backend=backend)
+    result = search.similar(open_workspace(store), product_id, k=k, same_category=same_category,
+                            in_stock=in_stock, backend=backend)
+    data = [h.model_dump() for h in result.hits]
     if json_out:
         _print_json(data)
         return
@@ -186,13 +215,16 @@ def search_cmd(
     query: Annotated[str | None, typer.Argument(help="Text query (needs neural or text features).")] = None,
     colour: Annotated[str | None, typer.Option("--colour", "--color", help="Colour name or #hex.")] = None,
     category: Annotated[str | None, typer.Option(help="Only this category.")] = None,
-    k: Annotated[int, typer.Option("-k", help="How many.")] = 12,
+    k: KOpt = 12,
+    device: Annotated[str | None, typer.Option(help="Device for the text encoder (setting: device).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Search by text, by colour, or both."""
-    from vismerch import api
+    """Search by text, by colour, or both (settings: search_*)."""
+    from vismerch.service import search
 
-    data = api.search(store, query, colour=colour, category=category, k=k)
+    result = search.text(open_workspace(store, {"device": device}), query, colour=colour,
+                         category=category, k=k)
+    data = [h.model_dump() for h in result.hits]
     if json_out:
         _print_json(data)
         return
@@ -206,7 +238,8 @@ def report_cmd(
     """Write one self-contained HTML report of the store."""
     from vismerch.report.html import write_report
 
-    path = write_report(_open(store), output)
+    ws = open_workspace(store)
+    path = write_report(ws.store, output, settings=ws.settings)
     console.print(f"report written to [bold]{_safe(path)}[/]")
 
 
@@ -214,13 +247,16 @@ def demo_cmd(
     n: Annotated[int, typer.Option("--n", help="Products in the sample catalog.")] = 600,
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("demo-output"),
     seed: Annotated[int, typer.Option(help="Random seed of the sample catalog.")] = 0,
-    workers: Annotated[int, typer.Option(help="Worker processes (0 = one per core).")] = 0,
+    workers: Annotated[
+        int | None, typer.Option(help="Worker processes, 0 = one per core (setting: workers).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Generate a sample apparel catalog, ingest it, write the report, score against truth."""
     from vismerch.demo import run_demo
 
-    summary = run_demo(n=n, out=out, seed=seed, workers=workers or None, progress=not json_out)
+    summary = run_demo(n=n, out=out, seed=seed, progress=not json_out,
+                       settings=command_settings({"workers": workers}))
     if json_out:
         _print_json(summary)
         return

@@ -3,6 +3,9 @@
     vismerch keys create STORE --role merchandiser [--expires 30d] [--name alice]
     vismerch keys list STORE [--json]
     vismerch keys revoke STORE KEY_ID
+
+Keys need no settings, but each command resolves them like every other (so a bad --config
+or VISMERCH_* value is reported here too).
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from typing import Annotated
 
 import typer
 
-from vismerch.cli.output import JsonOpt, StoreArg, done, open_store, print_json, say, table
+from vismerch.cli.context import open_workspace
+from vismerch.cli.output import JsonOpt, StoreArg, done, print_json, say, table
 
 keys_app = typer.Typer(help="API keys for `vismerch serve` (roles: viewer, merchandiser, publisher, "
                             "admin; storefront reads published grids only).", no_args_is_help=True)
@@ -31,7 +35,7 @@ def keys_create(
     """Make a key and print it once: only a salted hash of it is stored."""
     from vismerch.catalog import access
 
-    st = open_store(store)
+    st = open_workspace(store).store
     text, key = access.create_key(st, role, expires_in=access.parse_duration(expires) if expires else None,
                                   name=name)
     access.record(st, "cli", "keys create", target=key.id,
@@ -49,7 +53,7 @@ def keys_list(store: StoreArg, json_out: JsonOpt = False) -> None:
     """Every key with its role, expiry and revocation (never the secret)."""
     from vismerch.catalog import access
 
-    keys = [k.as_dict() for k in access.list_keys(open_store(store))]
+    keys = [k.as_dict() for k in access.list_keys(open_workspace(store).store)]
     if json_out:
         print_json(keys)
         return
@@ -64,7 +68,7 @@ def keys_revoke(store: StoreArg, key_id: Annotated[str, typer.Argument(help="Key
     """Revoke a key: the server refuses it (401) from the next request on."""
     from vismerch.catalog import access
 
-    st = open_store(store)
+    st = open_workspace(store).store
     key = access.revoke_key(st, key_id)
     access.record(st, "cli", "keys revoke", target=key_id)
     done(key.as_dict(), json_out, f"revoked {key_id} at {key.revoked_at}")

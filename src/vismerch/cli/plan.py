@@ -32,9 +32,10 @@ def plan(
     queries: str = typer.Option(None, "--queries", help="Search: queries to answer, e.g. 10M."),
     deadline: str = typer.Option(None, "--deadline", help="Finish within, e.g. 24h, 90m, 3d."),
     gpus: str = typer.Option(None, "--gpus", help="Comma list, e.g. h100,h200,b200 (default: all)."),
-    precision: str = typer.Option("auto", "--precision",
+    precision: str = typer.Option(None, "--precision",
                                   help="auto (best the GPU runs: fp4 Blackwell, fp8 Hopper/Ada, "
-                                       "bf16 Ampere), fp32, tf32, bf16, fp8, fp4."),
+                                       "bf16 Ampere), fp32, tf32, bf16, fp8, fp4 (setting: precision, "
+                                       "default auto)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     plots: Path = typer.Option(None, "--plots", help="Write cost_vs_volume.png and scaling.png here."),
     calibrate: list[Path] = typer.Option(None, "--calibrate",
@@ -52,8 +53,11 @@ def plan(
     catalog_only: bool = typer.Option(False, "--catalog", help="Print the GPU catalog with sources."),
 ) -> None:
     try:
+        from vismerch.cli.context import command_settings
         from vismerch.plan.assumptions import Assumptions, parse_overrides
         from vismerch.plan.hardware import Catalog
+
+        precision = command_settings({"precision": precision}).precision
 
         plain, per_gpu = parse_overrides(overrides)
         a = Assumptions(plain)

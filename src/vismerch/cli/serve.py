@@ -17,13 +17,21 @@ def serve_cmd(
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port.")] = 8000,
     workers: Annotated[int, typer.Option("--threads", min=1, max=256,
                                          help="Threads answering requests at once.")] = 40,
+    cors_origins: Annotated[str | None, typer.Option(
+        "--cors-origins", help="Comma-separated origins allowed by CORS (setting: serve_cors_origins; "
+        "default: CORS off).")] = None,
+    rate_limit: Annotated[float | None, typer.Option(
+        "--rate-limit", min=0, help="Requests per second per key, 0 = no limit "
+        "(setting: serve_rate_limit).")] = None,
 ) -> None:
-    """Serve the store over HTTP: /api/v1 (keys: `vismerch keys create`), OpenAPI at /openapi.json."""
+    """Serve the store over HTTP: /api/v1 (keys: `vismerch keys create`), OpenAPI at /openapi.json.
+    Settings serve_* (env VISMERCH_SERVE_*, --config, --setting) tune limits and CORS."""
+    from vismerch.cli.context import open_workspace
     from vismerch.serve.app import create_app
     from vismerch.serve.server import run
-    from vismerch.service.workspace import Workspace
 
-    workspace = Workspace.open(store)
+    workspace = open_workspace(store, {"serve_cors_origins": cors_origins, "serve_rate_limit": rate_limit},
+                               writable=True)
     app = create_app(workspace, workspace.settings, threads=workers)
 
     say(f"serving {store} on http://{host}:{port}  (OpenAPI: http://{host}:{port}/openapi.json)")

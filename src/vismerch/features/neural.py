@@ -587,7 +587,11 @@ def build_backend(
                 parts.append(F.normalize(txt.float(), dim=-1))
         return torch.cat(parts)
 
-    choice = choose_precision(precision, info, prepare=prepare, embed=embed, min_cosine=threshold)
+    def seconds(prepared: PreparedModel) -> float:
+        return _forward_seconds(lambda: embed(prepared), dev)
+
+    choice = choose_precision(precision, info, prepare=prepare, embed=embed, min_cosine=threshold,
+                              seconds=seconds)
     if choice.precision != "fp32":
         loaded.module = None  # type: ignore[assignment]  # free the fp32 reference
     log.info("%s %s on %s: precision %s", kind, loaded.model, dev, choice.summary())
@@ -595,6 +599,23 @@ def build_backend(
     return NeuralBackend(
         kind, loaded, choice.candidate, choice, dev, info, batch_size, compile, default_batch
     )
+
+
+def _forward_seconds(forward: Callable[[], Any], device: torch.device, repeats: int = 3) -> float:
+    """Best-of-``repeats`` wall time of ``forward`` after one warm-up, synchronised on CUDA."""
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    forward()
+    sync()
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        forward()
+        sync()
+        best = min(best, time.perf_counter() - started)
+    return best
 
 
 @functools.lru_cache(maxsize=4)

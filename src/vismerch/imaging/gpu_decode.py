@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 GPU_HINT = "install vismerch[gpu] (torchvision) for GPU JPEG decode"
 _ORIENTATION = 0x0112
+_EOI = b"\xff\xd9"  # end-of-image marker: a JPEG cut short lacks it
 
 
 def torchvision_io():
@@ -38,6 +39,8 @@ def gpu_decode_eligible(data: bytes, max_pixels: int = 40_000_000) -> tuple[int,
 
     from vismerch.imaging.decode import srgb_transform
 
+    if not data.rstrip(b"\x00").endswith(_EOI):
+        return None  # truncated (or trailing bytes): nvJPEG decodes what is there, the CPU says why
     try:
         with Image.open(io.BytesIO(data)) as im:
             if im.format != "JPEG" or im.mode not in ("RGB", "L"):
@@ -144,7 +147,8 @@ class DevicePrefetcher:
         it = iter(self.batches)
 
         def start(batch: torch.Tensor) -> tuple[torch.Tensor, torch.cuda.Event]:
-            host = batch if batch.is_pinned() else batch.pin_memory()
+            # nvJPEG batches are on the device already: nothing to pin (pinning one raises)
+            host = batch if batch.is_cuda or batch.is_pinned() else batch.pin_memory()
             with torch.cuda.stream(stream):
                 moved = host.to(self.device, non_blocking=True)
                 ready = torch.cuda.Event()

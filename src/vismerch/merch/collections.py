@@ -24,8 +24,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from vismerch.catalog.store import utc_timestamp
-from vismerch.errors import Conflict, NotFound, UsageError
+from vismerch.catalog import collections as db
+from vismerch.errors import Conflict, InvalidInput, NotFound, UsageError
 from vismerch.merch.expr import parse
 
 CORE_FIELDS = ("id", "title", "description", "category", "brand", "price", "stock", "sales",
@@ -46,10 +46,11 @@ def slug(text: Any) -> str | None:
     return out or None
 
 
-def check_name(name: str) -> str:
-    if not name or not _NAME_RE.match(name):
-        raise UsageError(f"bad collection name {name!r}",
-                         hint="use letters, digits, '-', '_' or '.', starting with a letter or digit")
+def check_name(name: str, field: str = "name") -> str:
+    if not isinstance(name, str) or not _NAME_RE.match(name) or len(name) > 200:
+        raise InvalidInput(field, f"bad name {str(name)[:60]!r}",
+                           hint="up to 200 letters, digits, '-', '_' or '.', starting with a "
+                                "letter or digit")
     return name
 
 
@@ -150,15 +151,33 @@ class _Index:
         return self._by_column[column].get(str(value).casefold(), [])
 
 
-def _members(kind: str, definition: dict[str, Any], index: _Index) -> list[str]:
+def _members(kind: str, definition: dict[str, Any], index: _Index,
+             within: set[str] | None = None) -> list[str]:
+    """Who belongs; ``within`` (a parent's members) bounds a sub-collection."""
     if kind == "category":
-        return index.category(definition["category"])
-    if kind == "column":
-        return index.column(definition["column"], definition["value"])
-    if kind == "rule":
-        expr = parse(definition["where"])
-        return [r["id"] for r in index.records if expr.evaluate(r)]
-    raise UsageError(f"unknown collection kind {kind!r}")
+        found = index.category(definition["category"])
+    elif kind == "column":
+        found = index.column(definition["column"], definition["value"])
+    elif kind == "rule":
+        where = definition.get("where")
+        expr = parse(where) if where else None
+        found = [r["id"] for r in index.records if expr is None or expr.evaluate(r)]
+    else:
+        raise UsageError(f"unknown collection kind {kind!r}")
+    return found if within is None else [pid for pid in found if pid in within]
+
+
+def _parents_first(rows: dict[str, dict[str, Any]]) -> list[str]:
+    """Collection names ordered so every parent comes before its sub-collections."""
+    def depth(name: str) -> int:
+        seen, d = {name}, 0
+        parent = rows[name].get("parent")
+        while parent in rows and parent not in seen:
+            seen.add(parent)
+            d += 1
+            parent = rows[parent].get("parent")
+        return d
+    return sorted(rows, key=lambda n: (depth(n), n))
 
 
 def _column_collection_name(column: str, value: str) -> str | None:
@@ -197,76 +216,57 @@ def refresh_collections(store: Any, records: Sequence[dict[str, Any]] | None = N
     """Create the catalog's own collections and re-evaluate every membership.
 
     Called by the ingest driver after each run. Auto collections that lost all their
-    products are removed unless rules or saved versions refer to them. Returns
+    products are removed unless rules, saved versions or sub-collections refer to them. A
+    sub-collection's members are always a subset of its parent's. Returns
     ``{"collections": {name: size}, "created": [...], "removed": [...], "skipped": [...]}``.
     """
     records = product_records(store) if records is None else records
-    existing = {row["name"]: row for row in store.db.execute("SELECT * FROM collections")}
+    existing = db.rows(store)
     wanted = _wanted_auto(records, collection_columns(store))
-    stamp = utc_timestamp()
+    new, skipped = {}, []
+    for name, (kind, definition) in sorted(wanted.items()):
+        row = existing.get(name)
+        if row is None:
+            new[name] = (kind, definition)
+            existing[name] = {"name": name, "kind": kind, "definition": definition, "auto": True,
+                              "parent": None}
+        elif row["auto"] and (row["kind"], row["definition"]) != (kind, definition):
+            skipped.append(name)  # two catalog sources want one name: the first one keeps it
     index = _Index(records)
-    created, removed, skipped = [], [], []
-    sizes: dict[str, int] = {}
-    with store.transaction() as con:
-        for name, (kind, definition) in sorted(wanted.items()):
-            row = existing.get(name)
-            if row is None:
-                con.execute(
-                    "INSERT INTO collections (name, kind, definition, auto, created_at)"
-                    " VALUES (?, ?, ?, 1, ?)", (name, kind, json.dumps(definition), stamp))
-                existing[name] = {"name": name, "kind": kind, "definition": json.dumps(definition),
-                                  "auto": 1}
-                created.append(name)
-            elif row["auto"] and (row["kind"], json.loads(row["definition"])) != (kind, definition):
-                skipped.append(name)  # two catalog sources want one name: the first one keeps it
-        for name, row in sorted(existing.items()):
-            members = _members(row["kind"], json.loads(row["definition"]), index)
-            if not members and row["auto"] and name not in wanted and not _referenced(con, name):
-                con.execute("DELETE FROM collections WHERE name = ?", (name,))
-                removed.append(name)
-                continue
-            con.execute("DELETE FROM collection_members WHERE collection = ?", (name,))
-            con.executemany("INSERT INTO collection_members (collection, product_id) VALUES (?, ?)",
-                            [(name, pid) for pid in members])
-            con.execute("UPDATE collections SET refreshed_at = ? WHERE name = ?", (stamp, name))
-            sizes[name] = len(members)
-    return {"collections": sizes, "created": created, "removed": removed, "skipped": skipped}
-
-
-def _referenced(con: Any, name: str) -> bool:
-    return bool(
-        con.execute("SELECT 1 FROM rules WHERE scope = ? LIMIT 1", (name,)).fetchone()
-        or con.execute("SELECT 1 FROM arrangement_versions WHERE collection = ? LIMIT 1",
-                       (name,)).fetchone()
-    )
+    found: dict[str, list[str]] = {}
+    droppable = []
+    for name in _parents_first(existing):
+        row = existing[name]
+        parent = row.get("parent")
+        within = set(found[parent]) if parent in found else None
+        found[name] = _members(row["kind"], row["definition"], index, within)
+        if not found[name] and row["auto"] and name not in wanted:
+            droppable.append(name)
+    removed = db.apply_refresh(store, new, found, droppable)
+    sizes = {name: len(ids) for name, ids in sorted(found.items()) if name not in removed}
+    return {"collections": sizes, "created": sorted(new), "removed": removed, "skipped": skipped}
 
 
 # ---------------------------------------------------------------- CRUD
 
 
 def list_collections(store: Any) -> list[dict[str, Any]]:
-    """``[{name, size, kind, definition, auto}]`` sorted by name."""
-    rows = store.db.execute(
-        "SELECT c.name, c.kind, c.definition, c.auto, c.parent, COUNT(m.product_id) AS size "
-        "FROM collections c LEFT JOIN collection_members m ON m.collection = c.name "
-        "GROUP BY c.name ORDER BY c.name").fetchall()
-    return [{"name": r["name"], "size": int(r["size"]), "kind": r["kind"],
-             "definition": json.loads(r["definition"]), "auto": bool(r["auto"]),
-             "parent": r["parent"]} for r in rows]
+    """``[{name, size, kind, definition, auto, parent, published_version}]`` sorted by name."""
+    return db.with_sizes(store)
 
 
 def get_collection(store: Any, name: str) -> dict[str, Any]:
-    row = store.db.execute("SELECT * FROM collections WHERE name = ?", (name,)).fetchone()
+    """``{name, kind, definition, auto, parent}``; NotFound with close names otherwise."""
+    row = db.row(store, name)
     if row is None:
-        names = [r[0] for r in store.db.execute("SELECT name FROM collections ORDER BY name")]
-        close = [n for n in names if name.casefold() in n or n in name.casefold()][:5]
+        known = db.names(store)
+        close = [n for n in known if name.casefold() in n or n in name.casefold()][:5]
         raise NotFound(
             "collection", name, f"no collection named {name!r}",
             hint=("did you mean: " + ", ".join(close)) if close else
-            ("collections: " + ", ".join(names[:12]) if names else
+            ("collections: " + ", ".join(known[:12]) if known else
              "ingest a catalog first; every category becomes a collection"))
-    return {"name": row["name"], "kind": row["kind"], "definition": json.loads(row["definition"]),
-            "auto": bool(row["auto"]), "parent": row["parent"]}
+    return row
 
 
 def ancestors(store: Any, name: str) -> list[str]:
@@ -274,62 +274,65 @@ def ancestors(store: Any, name: str) -> list[str]:
     out: list[str] = []
     current = name
     while True:
-        row = store.db.execute("SELECT parent FROM collections WHERE name = ?", (current,)).fetchone()
-        if row is None or row[0] is None or row[0] in out or row[0] == name:
+        parent = db.parent_of(store, current)
+        if parent is None or parent in out or parent == name:
             return out
-        out.append(row[0])
-        current = row[0]
+        out.append(parent)
+        current = parent
 
 
 def members(store: Any, name: str) -> list[str]:
     get_collection(store, name)
-    rows = store.db.execute("SELECT product_id FROM collection_members WHERE collection = ? "
-                            "ORDER BY product_id", (name,)).fetchall()
-    return [r[0] for r in rows]
+    return db.member_ids(store, name)
 
 
 def create_collection(store: Any, name: str, *, where: str | None = None,
                       column: str | None = None, value: str | None = None,
                       category: str | None = None, parent: str | None = None) -> dict[str, Any]:
     """Create a rule (``where``), column (``column`` + ``value``) or category collection
-    and fill it at once. Unknown fields in ``where`` are an error pointing at them."""
-    check_name(name)
-    if sum(x is not None for x in (where, column, category)) != 1:
-        raise UsageError("give exactly one of: where (an expression), column + value, category")
+    and fill it at once. With ``parent`` it is a sub-collection: its members are the
+    parent's that match (no definition at all: every member of the parent). Unknown
+    fields in ``where`` are an error pointing at them."""
+    check_name(name, "id")
+    given = sum(x is not None for x in (where, column, category))
+    if given > 1 or (given == 0 and parent is None):
+        raise InvalidInput("where", "give exactly one of: where (an expression), column + value, "
+                           "category" + ("" if given else " (or a parent to take all of its products)"))
+    if parent is not None and db.row(store, parent) is None:
+        raise InvalidInput("parent", f"no collection named {parent!r} to be the parent",
+                           hint="list them with: vismerch collections STORE")
     records = product_records(store)
-    if where is not None:
-        expr = parse(where)
-        expr.check_fields(known_fields(records))
-        kind, definition = "rule", {"where": where}
-    elif column is not None:
+    if column is not None:
         if value is None:
-            raise UsageError("a column collection needs a value", hint="--value VALUE")
+            raise InvalidInput("value", "a column collection needs a value", hint="--value VALUE")
         kind, definition = "column", {"column": column, "value": value}
-    else:
+    elif category is not None:
         cat = slug(category)
         if cat is None:
-            raise UsageError(f"bad category {category!r}")
+            raise InvalidInput("category", f"bad category {category!r}")
         kind, definition = "category", {"category": cat}
-    if store.db.execute("SELECT 1 FROM collections WHERE name = ?", (name,)).fetchone():
+    else:
+        if where is not None:
+            try:
+                parse(where).check_fields(known_fields(records))
+            except InvalidInput:
+                raise
+            except UsageError as exc:
+                raise InvalidInput("where", exc.message, exc.hint) from None
+        kind, definition = "rule", {"where": where}
+    if db.row(store, name) is not None:
         raise Conflict(f"a collection named {name!r} already exists",
                        hint="pick another name or delete it first")
-    if parent is not None:
-        get_collection(store, parent)
-    found = _members(kind, definition, _Index(records))
-    stamp = utc_timestamp()
-    with store.transaction() as con:
-        con.execute("INSERT INTO collections (name, kind, definition, auto, created_at, "
-                    "refreshed_at, parent) VALUES (?, ?, ?, 0, ?, ?, ?)",
-                    (name, kind, json.dumps(definition), stamp, stamp, parent))
-        con.executemany("INSERT INTO collection_members (collection, product_id) VALUES (?, ?)",
-                        [(name, pid) for pid in found])
+    within = set(db.member_ids(store, parent)) if parent is not None else None
+    found = _members(kind, definition, _Index(records), within)
+    db.insert(store, name, kind, definition, parent, found)
     return {"name": name, "kind": kind, "definition": definition, "size": len(found), "parent": parent}
 
 
 def add_collection_column(store: Any, column: str) -> dict[str, Any]:
     """Make every value of manifest column ``column`` a collection (now and after ingests)."""
     if not column.strip():
-        raise UsageError("empty column name")
+        raise InvalidInput("column", "empty column name")
     extra = json.loads(store.get_meta(_COLUMNS_META) or "[]")
     if column not in extra and column.casefold() not in DEFAULT_COLUMNS:
         extra.append(column)
@@ -338,10 +341,16 @@ def add_collection_column(store: Any, column: str) -> dict[str, Any]:
 
 
 def delete_collection(store: Any, name: str) -> dict[str, Any]:
-    """Delete a collection, its members and the rules scoped to it (versions are kept)."""
-    get_collection(store, name)
-    with store.transaction() as con:
-        rules = con.execute("DELETE FROM rules WHERE scope = ?", (name,)).rowcount
-        con.execute("DELETE FROM collection_members WHERE collection = ?", (name,))
-        con.execute("DELETE FROM collections WHERE name = ?", (name,))
-    return {"name": name, "rules_removed": rules}
+    """Delete a collection, its members and the rules scoped to it (versions are kept).
+    The catalog's own collections (categories, column values) come back at every ingest,
+    and a parent would orphan its sub-collections: both are refused (Conflict)."""
+    row = get_collection(store, name)
+    if row["auto"]:
+        raise Conflict(f"{name!r} is a {row['kind']} collection made from the catalog; it cannot be "
+                       "deleted (the next ingest would make it again)",
+                       hint="hide its products with a rule instead")
+    children = db.children_of(store, name)
+    if children:
+        raise Conflict(f"{name!r} has sub-collections: {', '.join(children[:10])}",
+                       hint="delete the sub-collections first")
+    return {"name": name, "rules_removed": db.delete(store, name)}

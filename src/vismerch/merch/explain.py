@@ -115,7 +115,7 @@ class SkipCause:
 
 _CAUSE_TEXT = {
     "lookalike": "look-alike of {other} (cosine {cosine:.2f}) would sit next to it",
-    "duplicate": "near-duplicate of {other} nearby; spaced apart",
+    "duplicate": "near-duplicate of {other} nearby, spaced apart",
     "colour": "balances colour (same colour family as its neighbour)",
     "flow": "keeps the colour flow (its colour family breaks the run)",
     "dominance": "the row already had too many of its category/brand",
@@ -136,7 +136,10 @@ def slot_reason(*, kind: str, score: float, rank: int, position: int, plain_posi
     if kind == "pinned":
         return "; ".join(parts)
     if position > plain_position:
-        if cause is not None:
+        if cause is not None and cause.kind == "duplicate" and cause.other is None:
+            parts.append(f"moved for diversity from {plain_position} to {position}: "
+                         "a near-duplicate was nearby, spaced apart")
+        elif cause is not None:
             text = _CAUSE_TEXT.get(cause.kind, cause.kind).format(
                 other=cause.other, cosine=cause.cosine or 0.0)
             parts.append(f"moved for diversity from {plain_position} to {position}: {text}")

@@ -5,12 +5,12 @@ business scores (``merch.scoring``), visual vectors (a neural backend when the s
 one, else ``colour``), dominant colour families, quality flags and duplicate groups,
 applies the rules that apply (``merch.rules``), arranges the visible products
 (``merch.arrange``) and logs out-of-stock pin substitutions. Nothing is saved unless
-``versions.save_version`` is called with the result.
+``service.versions.save_order`` is called with the result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,20 @@ class CollectionArrangement:
     backend: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     member_vectors: dict[str, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    records: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
+    applied: list[int] = field(default_factory=list)  # rules that changed something
+    base: Any = field(default=None, repr=False, compare=False)  # scoring.Scores of the members
+    adjusted: np.ndarray | None = field(default=None, repr=False, compare=False)  # after rules
+    rows: dict[str, int] = field(default_factory=dict, repr=False, compare=False)  # id -> row
+
+    def score_parts(self, pid: str) -> dict[str, float]:
+        """A member's weighted business signals and ``rules`` (its boost/bury adjustment)."""
+        i = self.rows.get(pid)
+        if self.base is None or self.adjusted is None or i is None:
+            return {}
+        parts = {k: round(w * float(self.base.signals[k][i]), 6) for k, w in self.base.weights.items()}
+        parts["rules"] = round(float(self.adjusted[i] - self.base.score[i]), 6)
+        return parts
 
     @property
     def ids(self) -> list[str]:
@@ -68,11 +82,14 @@ class CollectionArrangement:
         return {**self.summary(), "slots": self.slots()}
 
 
-def collection_vectors(store: Any, ids: Sequence[str], backend: str | None) -> np.ndarray | None:
-    """(n, d) L2-normalised vectors aligned with ``ids``; zero rows for products without."""
+def collection_vectors(store: Any, ids: Sequence[str], backend: str | None,
+                       load: Callable[[str], Any] | None = None) -> np.ndarray | None:
+    """(n, d) L2-normalised vectors aligned with ``ids``; zero rows for products without.
+    ``load(backend)`` gives the features (default ``store.load_features``; a long-lived
+    process passes its cache so the shards are read once per ingest, not per call)."""
     if backend is None:
         return None
-    features = store.load_features(backend)
+    features = (load or store.load_features)(backend)
     if not len(features):
         return None
     row = {pid: i for i, pid in enumerate(features.ids)}
@@ -121,9 +138,14 @@ def arrange_collection(
     options: ArrangeOptions | None = None,
     log: bool = True,
     at: str | None = None,
+    load_features: Callable[[str], Any] | None = None,
+    strength: float | None = None,
 ) -> CollectionArrangement:
     """Arrange collection ``name`` of ``store`` for a grid of ``columns`` (and the other
-    widths in ``columns_set``, optimised at once). See the module docstring."""
+    widths in ``columns_set``, optimised at once). See the module docstring. Rules apply as
+    they are active at ``at`` (an RFC 3339 UTC stamp; default now), including the
+    ``subtree`` rules of the collection's parents. ``load_features``: see
+    ``collection_vectors``. ``strength`` 0 gives the plain (rules and score only) order."""
     member_ids = set(colls.members(store, name))  # refuses an unknown collection
     products = [p for p in store.products() if p.id in member_ids]
     widths = parse_columns(columns, columns_set)
@@ -134,15 +156,17 @@ def arrange_collection(
             window=int(_setting(settings, "arrange_window")),
             business_floor=float(_setting(settings, "arrange_business_floor")),
             first_screen=int(_setting(settings, "arrange_first_screen_rows")) * widest,
-            quality_gate=quality_gate, duplicates=duplicates)
+            quality_gate=quality_gate, duplicates=duplicates,
+            strength=1.0 if strength is None else float(strength))
     records = colls.product_records(store, products)
     base = score_products(products, weights)
     chosen = store.pick_backend(backend, VISUAL_BACKENDS)
-    vectors = collection_vectors(store, [p.id for p in products], chosen)
-    rule_list = rules_mod.list_rules(store, name, applicable=True, enabled_only=True,
-                                     at=at or utc_timestamp())
+    vectors = collection_vectors(store, [p.id for p in products], chosen, load_features)
+    at = at or utc_timestamp()
+    rule_list = rules_mod.list_rules(store, name, applicable=True, enabled_only=True, at=at)
     res = rules_mod.resolve(rule_list, records, base.score, collection=name, vectors=vectors,
-                            reverted=rules_mod.reverted_pins(store, name))
+                            reverted=rules_mod.reverted_pins(store, name),
+                            lineage=colls.ancestors(store, name), at=at)
 
     visible = [i for i in range(len(products)) if i not in res.hidden]
     new_index = {old: new for new, old in enumerate(visible)}
@@ -176,5 +200,7 @@ def arrange_collection(
         params={**result.params, "weights": base.weights, "backend": chosen},
         member_vectors=None if vectors is None else dict(zip([p.id for p in products], vectors,
                                                              strict=True)),
+        records={r["id"]: r for r in records}, applied=sorted(res.applied), base=base,
+        adjusted=res.scores, rows={r["id"]: i for i, r in enumerate(records)},
     )
 

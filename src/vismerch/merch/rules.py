@@ -10,20 +10,27 @@
 - ``hide``: products matching the condition leave the page.
 - ``bury-out-of-stock``: ``bury`` with the condition ``stock <= 0``.
 
-A rule is scoped to one collection or global (``scope`` NULL). ``resolve`` turns the
-rules that apply to a collection into adjusted scores, hidden products and pins, and
-resolves conflicts deterministically, reporting each one:
+A rule is scoped to one collection or global (``scope`` NULL). Its ``reach`` says how far
+a scoped rule goes: ``collection`` (that page only) or ``subtree`` (also every
+sub-collection below it, following ``collections.parent``). Optional ``starts_at`` /
+``ends_at`` (RFC 3339 UTC, the end exclusive) schedule it: outside that window it does
+not apply (a Christmas pin, a weekend boost). ``resolve`` turns the rules that apply to a
+collection into adjusted scores, hidden products and pins, and resolves conflicts
+deterministically, reporting each one:
 
 - a pin on a hidden product: the hide wins (hiding is usually a compliance decision);
 - a collection pin on a product outside the collection: ignored (global pins simply do
   not apply to collections without the product);
-- two pins on one slot, or one product pinned twice: the collection rule beats the
-  global one, then the newer rule (higher id) wins; the loser is released.
+- two pins on one slot, or one product pinned twice: the collection's own rule beats one
+  inherited from a parent (the nearer parent first), which beats a global one; then the
+  newer rule (higher id) wins; the loser is released.
+
+The SQL lives in ``catalog.rules``; the functions here that take a store validate and
+delegate to it.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC
@@ -31,9 +38,10 @@ from typing import Any
 
 import numpy as np
 
+from vismerch.catalog import collections as db_collections
+from vismerch.catalog import rules as db
 from vismerch.catalog.store import utc_timestamp
-from vismerch.errors import NotFound, UsageError
-from vismerch.merch.collections import get_collection
+from vismerch.errors import InvalidInput, NotFound, UsageError
 from vismerch.merch.expr import parse
 
 RULE_KINDS = ("pin", "boost", "bury", "hide", "bury-out-of-stock")
@@ -80,64 +88,116 @@ class Rule:
 
 
 def validate(rule: Rule) -> None:
-    """Raise UsageError for a rule that cannot work (bad kind, factor, expression...)."""
+    """Raise InvalidInput (naming the field, as the HTTP API calls it) for a rule that
+    cannot work: bad kind, reach, dates, factor, expression..."""
     if rule.kind not in RULE_KINDS:
-        raise UsageError(f"unknown rule kind {rule.kind!r}", hint="kinds: " + ", ".join(RULE_KINDS))
+        raise InvalidInput("kind", f"unknown rule kind {rule.kind!r}",
+                           hint="kinds: " + ", ".join(RULE_KINDS))
     if rule.reach not in REACHES:
-        raise UsageError(f"unknown rule reach {rule.reach!r}", hint="choose one of: " + ", ".join(REACHES))
+        raise InvalidInput("reach", f"unknown rule reach {rule.reach!r}",
+                           hint="choose one of: " + ", ".join(REACHES))
     if rule.reach == "subtree" and not rule.scope:
-        raise UsageError("reach subtree needs a collection scope", hint="--collection NAME")
+        raise InvalidInput("reach", "reach subtree needs a collection scope",
+                           hint="--collection NAME")
     if rule.starts_at and rule.ends_at and rule.ends_at <= rule.starts_at:
-        raise UsageError(f"the rule ends ({rule.ends_at}) before it starts ({rule.starts_at})")
+        raise InvalidInput("ends_at", f"the rule ends ({rule.ends_at}) before it starts "
+                           f"({rule.starts_at})", hint="the end is exclusive and must be later")
     if rule.kind == "pin":
         if not rule.product_id:
-            raise UsageError("a pin needs a product id", hint="--product ID")
+            raise InvalidInput("product", "a pin needs a product id", hint="--product ID")
         if rule.position is None or int(rule.position) < 1:
-            raise UsageError(f"a pin needs a position ≥ 1, got {rule.position}",
-                             hint="positions count from 1 (top left)")
+            raise InvalidInput("position", f"a pin needs a position ≥ 1, got {rule.position}",
+                               hint="positions count from 1 (top left)")
         if rule.oos_policy not in OOS_POLICIES:
-            raise UsageError(f"unknown out-of-stock policy {rule.oos_policy!r}",
-                             hint="choose one of: " + ", ".join(OOS_POLICIES))
+            raise InvalidInput("oos_policy", f"unknown out-of-stock policy {rule.oos_policy!r}",
+                               hint="choose one of: " + ", ".join(OOS_POLICIES))
         return
     if rule.kind in ("boost", "bury", "bury-out-of-stock") and not 0 <= rule.factor <= 100:
-        raise UsageError(f"factor must be between 0 and 100, got {rule.factor:g}")
+        raise InvalidInput("factor", f"factor must be between 0 and 100, got {rule.factor:g}")
     if rule.kind in ("boost", "bury", "hide"):
         if not rule.condition:
-            raise UsageError(f"a {rule.kind} rule needs a condition",
-                             hint='--where \'brand == "acme"\'')
-        parse(rule.condition)  # raises with a caret on a syntax error
+            raise InvalidInput("where", f"a {rule.kind} rule needs a condition",
+                               hint='--where \'brand == "acme"\'')
+        _parse_where(rule.condition)
+
+
+def _parse_where(condition: str, fields: set[str] | None = None) -> None:
+    """A syntax error (with its caret) or an unknown field, as InvalidInput naming ``where``."""
+    try:
+        expr = parse(condition)
+        if fields is not None:
+            expr.check_fields(fields)
+    except InvalidInput:
+        raise
+    except UsageError as exc:
+        raise InvalidInput("where", exc.message, exc.hint) from None
 
 
 # ---------------------------------------------------------------- storage
+
+
+def _from_row(row: Mapping[str, Any]) -> Rule:
+    return Rule(row["id"], row["kind"], row["scope"], row["condition"], row["product_id"],
+                row["position"], float(row["factor"]), row["oos_policy"], bool(row["enabled"]),
+                row["note"], row["created_at"], row["starts_at"], row["ends_at"], row["reach"])
+
+
+def _check_against_store(store: Any, rule: Rule) -> None:
+    validate(rule)
+    if rule.scope and db_collections.row(store, rule.scope) is None:
+        raise InvalidInput("collection", f"no collection named {rule.scope!r}",
+                           hint="list them with: vismerch collections STORE")
+    if rule.condition and rule.kind in ("boost", "bury", "hide"):  # a typo'd column matches nothing
+        from vismerch.merch.collections import known_fields, product_records
+
+        _parse_where(rule.condition, known_fields(product_records(store)))
 
 
 def add_rule(store: Any, kind: str, *, scope: str | None = None, condition: str | None = None,
              product_id: str | None = None, position: int | None = None,
              factor: float | None = None, oos_policy: str = "release",
              note: str | None = None, starts_at: str | None = None, ends_at: str | None = None,
-             reach: str = "collection") -> Rule:
-    """Validate and store a rule; returns it with its id."""
+             reach: str = "collection", enabled: bool = True) -> Rule:
+    """Validate and store a rule; returns it with its id. ``starts_at``/``ends_at``: a date
+    or RFC 3339 time (UTC unless it says otherwise), the end exclusive."""
     if factor is None:
         factor = 100.0 if kind == "bury-out-of-stock" else 50.0
-    rule = Rule(0, kind, scope or None, condition, product_id,
+    rule = Rule(0, kind, scope or None, condition or None, product_id or None,
                 int(position) if position is not None else None, float(factor), oos_policy,
-                True, note, utc_timestamp(), parse_stamp(starts_at), parse_stamp(ends_at), reach)
-    validate(rule)
-    if scope:
-        get_collection(store, scope)
-    if condition and kind in ("boost", "bury", "hide"):  # a typo'd column matches nothing
-        from vismerch.merch.collections import known_fields, product_records
+                bool(enabled), note, utc_timestamp(), parse_stamp(starts_at, "starts_at"),
+                parse_stamp(ends_at, "ends_at"), reach or "collection")
+    _check_against_store(store, rule)
+    rule.id = db.insert(store, rule.as_dict())
+    return rule
 
-        parse(condition).check_fields(known_fields(product_records(store)))
-    with store.transaction() as con:
-        cur = con.execute(
-            "INSERT INTO rules (kind, scope, condition, product_id, position, factor, oos_policy,"
-            " enabled, note, created_at, starts_at, ends_at, reach)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)",
-            (rule.kind, rule.scope, rule.condition, rule.product_id, rule.position, rule.factor,
-             rule.oos_policy, rule.note, rule.created_at, rule.starts_at, rule.ends_at, rule.reach),
-        )
-        rule.id = int(cur.lastrowid)
+
+def get_rule(store: Any, rule_id: int) -> Rule:
+    row = db.get(store, rule_id)
+    if row is None:
+        raise NotFound("rule", rule_id, f"no rule #{rule_id}",
+                       hint="list them with: vismerch rules list STORE")
+    return _from_row(row)
+
+
+def update_rule(store: Any, rule_id: int, **changes: Any) -> Rule:
+    """Change some fields of a rule (those given; None clears an optional one), then
+    validate the whole rule again. Dates are parsed like ``add_rule``'s."""
+    rule = get_rule(store, rule_id)
+    unknown = set(changes) - {f for f in Rule.__dataclass_fields__ if f not in ("id", "created_at")}
+    if unknown:
+        raise InvalidInput(sorted(unknown)[0], f"a rule has no field {sorted(unknown)[0]!r}")
+    for name in ("starts_at", "ends_at"):
+        if name in changes:
+            changes[name] = parse_stamp(changes[name], name)
+    if "position" in changes and changes["position"] is not None:
+        changes["position"] = int(changes["position"])
+    if changes.get("factor") is not None:
+        changes["factor"] = float(changes["factor"])
+    for name, value in changes.items():
+        setattr(rule, name, value)
+    _check_against_store(store, rule)
+    fields = rule.as_dict()
+    db.update(store, rule_id, {k: fields[k] for k in changes})
     return rule
 
 
@@ -147,109 +207,64 @@ def list_rules(store: Any, collection: str | None = None, *, applicable: bool = 
     and the ``subtree`` rules of its parent collections); with ``at``, only those active then."""
     from vismerch.merch.collections import ancestors
 
-    sql, args = "SELECT * FROM rules", []
-    clauses = []
-    if collection is not None:
-        if applicable:
-            above = ancestors(store, collection)
-            marks = ",".join("?" * len(above))
-            clauses.append("(scope = ? OR scope IS NULL"
-                           + (f" OR (reach = 'subtree' AND scope IN ({marks}))" if above else "") + ")")
-            args += [collection, *above]
-        else:
-            clauses.append("scope = ?")
-            args.append(collection)
-    if enabled_only:
-        clauses.append("enabled = 1")
-    if clauses:
-        sql += " WHERE " + " AND ".join(clauses)
-    rows = store.db.execute(sql + " ORDER BY id", args).fetchall()
-    out = [Rule(row["id"], row["kind"], row["scope"], row["condition"], row["product_id"],
-                 row["position"], float(row["factor"]), row["oos_policy"], bool(row["enabled"]),
-                 row["note"], row["created_at"], row["starts_at"], row["ends_at"], row["reach"])
-             for row in rows]
+    inherited = ancestors(store, collection) if collection is not None and applicable else []
+    rows = db.select(store, scope=collection, inherited=inherited, with_global=applicable,
+                     enabled_only=enabled_only)
+    out = [_from_row(row) for row in rows]
     return [r for r in out if at is None or r.active(at)]
 
 
-def parse_stamp(value: str | None) -> str | None:
-    """A date (``2026-12-24``) or RFC 3339 time -> the store's UTC stamp; None stays None."""
+def parse_stamp(value: str | None, field: str = "date") -> str | None:
+    """A date (``2026-12-24``) or RFC 3339 time -> the store's UTC stamp; None stays None.
+    A time without an offset is taken as UTC."""
     if value is None or value == "":
         return None
     from datetime import datetime
 
     text = str(value).strip()
     try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise UsageError(f"bad date {value!r}", hint="use 2026-12-24 or 2026-12-24T08:00:00Z") from None
+        raise InvalidInput(field, f"bad date {str(value)[:40]!r}",
+                           hint="use 2026-12-24 or 2026-12-24T08:00:00Z") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def remove_rule(store: Any, rule_id: int) -> None:
-    with store.transaction() as con:
-        cur = con.execute("DELETE FROM rules WHERE id = ?", (int(rule_id),))
-        if cur.rowcount == 0:
-            raise NotFound("rule", rule_id, f"no rule #{rule_id}",
-                           hint="list them with: vismerch rules list STORE")
+    if not db.delete(store, rule_id):
+        raise NotFound("rule", rule_id, f"no rule #{rule_id}",
+                       hint="list them with: vismerch rules list STORE")
 
 
 def set_enabled(store: Any, rule_id: int, enabled: bool) -> None:
-    with store.transaction() as con:
-        cur = con.execute("UPDATE rules SET enabled = ? WHERE id = ?", (int(enabled), int(rule_id)))
-        if cur.rowcount == 0:
-            raise NotFound("rule", rule_id, f"no rule #{rule_id}")
+    if not db.update(store, rule_id, {"enabled": int(enabled)}):
+        raise NotFound("rule", rule_id, f"no rule #{rule_id}")
 
 
 def log_events(store: Any, collection: str, events: Sequence[dict[str, Any]]) -> list[int]:
     """Record substitutions/releases not already logged (same rule, product, substitute)."""
-    ids = []
-    with store.transaction() as con:
-        for e in events:
-            last = con.execute(
-                "SELECT kind, substitute_id, reverted_at FROM rule_log WHERE rule_id = ? AND "
-                "collection = ? AND product_id = ? ORDER BY id DESC LIMIT 1",
-                (e["rule"], collection, e["product"]),
-            ).fetchone()
-            if last and last["kind"] == e["kind"] and last["substitute_id"] == e.get("substitute") \
-                    and last["reverted_at"] is None:
-                continue
-            cur = con.execute(
-                "INSERT INTO rule_log (rule_id, collection, kind, product_id, substitute_id,"
-                " position, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (e["rule"], collection, e["kind"], e["product"], e.get("substitute"),
-                 e.get("position"), json.dumps(e, sort_keys=True), utc_timestamp()),
-            )
-            ids.append(int(cur.lastrowid))
-    return ids
+    return db.log_events(store, collection, events)
 
 
 def rule_log(store: Any, collection: str | None = None) -> list[dict[str, Any]]:
-    sql, args = "SELECT * FROM rule_log", ()
-    if collection:
-        sql, args = sql + " WHERE collection = ?", (collection,)
-    return [dict(r) for r in store.db.execute(sql + " ORDER BY id", args).fetchall()]
+    return db.log_rows(store, collection)
 
 
 def revert_substitution(store: Any, log_id: int) -> dict[str, Any]:
     """Undo a logged substitution: from now on that pin keeps its own product in the slot
     (even out of stock) until the rule is changed or the revert is itself undone."""
-    with store.transaction() as con:
-        row = con.execute("SELECT * FROM rule_log WHERE id = ?", (int(log_id),)).fetchone()
-        if row is None or row["kind"] != "substitute":
-            raise UsageError(f"no substitution #{log_id} in the rule log",
-                             hint="see: vismerch rules log STORE")
-        con.execute("UPDATE rule_log SET reverted_at = ? WHERE id = ?", (utc_timestamp(), int(log_id)))
-    return dict(row)
+    row = db.mark_reverted(store, log_id)
+    if row is None:
+        raise NotFound("substitution", log_id, f"no substitution #{log_id} in the rule log",
+                       hint="see: vismerch rules log STORE")
+    return row
 
 
 def reverted_pins(store: Any, collection: str) -> set[tuple[int, str]]:
     """(rule id, product id) pairs whose substitution was reverted."""
-    rows = store.db.execute(
-        "SELECT rule_id, product_id FROM rule_log WHERE collection = ? AND kind = 'substitute' "
-        "AND reverted_at IS NOT NULL", (collection,)).fetchall()
-    return {(int(r[0]), r[1]) for r in rows}
+    return db.reverted_pins(store, collection)
 
 
 # ---------------------------------------------------------------- resolution
@@ -266,6 +281,7 @@ class Resolution:
     notes: dict[int, list[str]] = field(default_factory=dict)
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)  # substitutions, releases
+    applied: set[int] = field(default_factory=set)  # rules that changed a score, slot or visibility
 
     def report(self) -> dict[str, Any]:
         return {"conflicts": self.conflicts, "events": self.events,
@@ -282,19 +298,34 @@ def _in_stock(record: Mapping[str, Any]) -> bool:
         return True
 
 
-def _priority(rule: Rule) -> tuple[int, int]:
-    """Lower sorts first: collection-scoped before global, then newest first."""
-    return (0 if rule.scope else 1, -rule.id)
+def applies_to(rule: Rule, collection: str | None, lineage: Sequence[str] = ()) -> bool:
+    """Does ``rule`` reach ``collection``, whose parents are ``lineage`` (nearest first)?
+    Global rules reach every collection; a ``collection`` rule its own scope only; a
+    ``subtree`` rule its scope and every sub-collection below it."""
+    return rule.scope is None or rule.scope == collection or (
+        rule.reach == "subtree" and rule.scope in lineage)
+
+
+def _priority(rule: Rule, lineage: Sequence[str] = ()) -> tuple[int, int]:
+    """Lower sorts first: the collection's own rules, then those inherited from the nearest
+    parent up, then global ones; among equals the newest first."""
+    if rule.scope is None:
+        return (len(lineage) + 1, -rule.id)
+    return (lineage.index(rule.scope) + 1 if rule.scope in lineage else 0, -rule.id)
 
 
 def resolve(rules: Sequence[Rule], records: Sequence[Mapping[str, Any]], scores: np.ndarray, *,
             collection: str | None = None, vectors: np.ndarray | None = None,
-            reverted: set[tuple[int, str]] | None = None) -> Resolution:
+            reverted: set[tuple[int, str]] | None = None, lineage: Sequence[str] = (),
+            at: str | None = None) -> Resolution:
     """Apply ``rules`` to products ``records`` (dicts with the product fields, in the same
-    order as ``scores`` and ``vectors``) for ``collection``."""
+    order as ``scores`` and ``vectors``) for ``collection``, whose parent collections are
+    ``lineage`` (nearest first). With ``at`` (an RFC 3339 UTC stamp) only rules active then
+    apply; ``Resolution.applied`` lists the rules that changed something."""
     n = len(records)
-    rules = [r for r in rules if r.enabled and (r.scope is None or r.scope == collection
-                                                or r.reach == "subtree")]
+    lineage = list(lineage)
+    rules = [r for r in rules if r.enabled and applies_to(r, collection, lineage)
+             and (at is None or r.active(at))]
     adjusted = np.asarray(scores, np.float64).copy()
     res = Resolution(adjusted)
     reverted = reverted or set()
@@ -304,6 +335,8 @@ def resolve(rules: Sequence[Rule], records: Sequence[Mapping[str, Any]], scores:
         condition = OUT_OF_STOCK if rule.kind == "bury-out-of-stock" else rule.condition
         expr = parse(condition or "")
         match = [i for i, rec in enumerate(records) if expr.evaluate(rec)]
+        if match:
+            res.applied.add(rule.id)
         if rule.kind == "hide":
             for i in match:
                 res.hidden.setdefault(i, []).append(rule.id)
@@ -316,7 +349,7 @@ def resolve(rules: Sequence[Rule], records: Sequence[Mapping[str, Any]], scores:
             res.notes.setdefault(i, []).append(f"{verb} {delta:+.2f} by rule #{rule.id} ({label})")
 
     index = {rec["id"]: i for i, rec in enumerate(records)}
-    pins = sorted((r for r in rules if r.kind == "pin"), key=_priority)
+    pins = sorted((r for r in rules if r.kind == "pin"), key=lambda r: _priority(r, lineage))
     wanted = {index[r.product_id] for r in pins if r.product_id in index}
     taken_slots: dict[int, Rule] = {}
     taken_items: dict[int, Rule] = {}
@@ -330,7 +363,7 @@ def resolve(rules: Sequence[Rule], records: Sequence[Mapping[str, Any]], scores:
         item = index.get(rule.product_id)
         slot = int(rule.position) - 1
         if item is None:
-            if rule.scope:
+            if rule.scope == collection and collection is not None:  # inherited: n/a here
                 conflict("not-a-member", rule,
                          f"{rule.product_id} is not in {collection}; pin ignored")
             continue
@@ -375,6 +408,7 @@ def resolve(rules: Sequence[Rule], records: Sequence[Mapping[str, Any]], scores:
             note += " (out of stock, kept)"
         taken_slots[slot] = rule
         taken_items[item] = rule
+        res.applied.add(rule.id)
         res.pins[slot] = item
         res.pin_notes[item] = note
     assert len(res.pins) <= n

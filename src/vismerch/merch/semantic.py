@@ -228,11 +228,11 @@ def semantic_search(
     sources = 0
     name = store.pick_backend(backend, NEURAL_BACKENDS)
     if name is not None:
-        from vismerch.api import similarity_index
         from vismerch.features.neural import backend_from_fingerprint
+        from vismerch.search.stored import similarity_index
 
         # the FAISS index ingest saved (exact, or HNSW for large catalogs), not a scan
-        index = similarity_index(store, name) if cache is None else cache.similarity_index(name)
+        index = similarity_index(store, name, settings) if cache is None else cache.similarity_index(name)
         if not len(index):
             raise UsageError(f"{store.path} has no {name} features for its products")
         encoder = (backend_from_fingerprint(index.meta["fingerprint"], device=device) if cache is None

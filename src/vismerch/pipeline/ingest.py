@@ -64,7 +64,7 @@ def _upsert_product(con, record: ProductRecord, run_id: int, **fields: Any) -> N
                attributes=excluded.attributes, file_size=excluded.file_size,
                file_mtime=excluded.file_mtime, updated_run=excluded.updated_run""",
         {
-            "id": record.id, "image_path": str(record.image_path), "title": record.title,
+            "id": record.id, "image_path": record.location, "title": record.title,
             "description": record.description, "category": record.category, "brand": record.brand,
             "price": record.price, "stock": record.stock, "sales": record.sales,
             "created_at": record.created_at,
@@ -99,7 +99,13 @@ def _commit_task(store: Store, result: TaskResult, records: dict[str, ProductRec
             write_description(con, sha, colours, result.quality.get(sha, []))
         for item in result.items:
             record = records[item.product_id]
-            if item.reason is None:
+            if record.image_url is not None and item.sha256 and item.reason is None:
+                _record_validators(con, record.image_url, item, run_id)
+            if item.unchanged:  # 304: the image row and features from its last download hold
+                con.execute("DELETE FROM errors WHERE product_id = ?", (item.product_id,))
+                _upsert_product(con, record, run_id, sha256=item.sha256, status="ok",
+                                file_size=None, file_mtime=None)
+            elif item.reason is None:
                 con.execute(
                     "INSERT OR REPLACE INTO images (sha256, width, height, bytes, format) VALUES (?,?,?,?,?)",
                     (item.sha256, item.width, item.height, item.nbytes, item.format),
@@ -111,10 +117,21 @@ def _commit_task(store: Store, result: TaskResult, records: dict[str, ProductRec
                 con.execute(
                     "INSERT OR REPLACE INTO errors (product_id, image_path, sha256, reason, detail, run_id) "
                     "VALUES (?,?,?,?,?,?)",
-                    (item.product_id, str(record.image_path), item.sha256, item.reason, item.detail, run_id),
+                    (item.product_id, record.location, item.sha256, item.reason, item.detail, run_id),
                 )
                 _upsert_product(con, record, run_id, sha256=item.sha256, status="failed",
                                 file_size=item.file_size, file_mtime=item.file_mtime)
+
+
+def _record_validators(con, url: str, item: ItemResult, run_id: int) -> None:
+    """Keep what the server said identifies this version (or forget stale validators), in
+    the task's transaction: a killed run never keeps validators for uncommitted work."""
+    if item.etag or item.last_modified:
+        con.execute(
+            "INSERT OR REPLACE INTO remote_images (url, sha256, etag, last_modified, run_id) "
+            "VALUES (?,?,?,?,?)", (url, item.sha256, item.etag, item.last_modified, run_id))
+    else:
+        con.execute("DELETE FROM remote_images WHERE url = ?", (url,))
 
 
 def _record_unread(store: Store, missing: list[tuple[ProductRecord, str, str]], run_id: int) -> None:
@@ -124,7 +141,7 @@ def _record_unread(store: Store, missing: list[tuple[ProductRecord, str, str]], 
             con.execute(
                 "INSERT OR REPLACE INTO errors (product_id, image_path, sha256, reason, detail, run_id) "
                 "VALUES (?,?,NULL,?,?,?)",
-                (record.id, str(record.image_path), reason, detail, run_id),
+                (record.id, record.location, reason, detail, run_id),
             )
             _upsert_product(con, record, run_id, sha256=None, status="failed",
                             file_size=None, file_mtime=None)
@@ -196,6 +213,17 @@ def _check_models(specs: tuple[BackendSpec, ...]) -> None:
             check_model(spec.name, options.get("model"), options.get("revision"))
 
 
+def _check_fetch_settings(settings: Settings) -> None:
+    """A malformed allow-list stops the run before it starts, not in every worker."""
+    from vismerch.catalog.fetch import FetchPolicy
+
+    try:
+        FetchPolicy.from_settings(settings.as_dict())
+    except ValueError as exc:
+        raise UsageError(str(exc), hint="fetch_allow_hosts takes host names, IP addresses and "
+                         "CIDR networks separated by commas") from None
+
+
 def _check_cuda(device: str) -> None:
     """Fail before any work when CUDA was asked for and is not there."""
     import torch
@@ -255,6 +283,7 @@ def ingest(
     if settings.device.startswith("cuda"):
         _check_cuda(settings.device)
     started = time.perf_counter()
+    _check_fetch_settings(settings)
     _check_models(backend_specs(backends, backend_options))
 
     records = read_source(source)
@@ -327,7 +356,7 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
         distributor = _make_distributor(settings, n_workers, len(plan.tasks))
     phases: Counter = Counter()
     reasons: Counter = Counter(reason for _, reason, _ in unread)
-    ingested = 0
+    ingested = unchanged = 0
     tasks_by_index = {t.index: t for t in plan.tasks}
     attempts: Counter = Counter()
     try:
@@ -348,7 +377,9 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
                     _commit_task(store, result, by_id, run_id)
                     phases.update(result.timings)
                     for item in result.items:
-                        if item.reason is None:
+                        if item.unchanged:  # a URL answered 304: nothing downloaded
+                            unchanged += 1
+                        elif item.reason is None:
                             ingested += 1
                         else:
                             reasons[item.reason] += 1
@@ -374,7 +405,7 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
         run_id=run_id,
         total=len(records),
         ingested=ingested,
-        skipped=len(plan.skipped),
+        skipped=len(plan.skipped) + unchanged,
         failed=failed,
         failed_by_reason=dict(sorted(reasons.items())),
         seconds=round(seconds, 3),

@@ -3,7 +3,9 @@
 An image is skipped when its file is unchanged since it was hashed (same size and
 mtime, so the bytes need not be read again) and its SHA-256 already has features for
 every backend asked for. Everything else goes into a task; the worker re-hashes it and
-encodes only what is missing for that content hash.
+encodes only what is missing for that content hash. A URL always goes into a task (the
+driver makes no requests); it carries its last ``ETag``/``Last-Modified`` when its
+features are complete, and the worker's conditional request skips it on 304.
 """
 
 from __future__ import annotations
@@ -47,6 +49,31 @@ def featured_shas(store: Store, spec_keys: list[str]) -> dict[str, tuple[str, ..
     return {k: tuple(v) for k, v in out.items()}
 
 
+def remote_validators(store: Store) -> dict[str, tuple[str, str | None, str | None]]:
+    """url -> (sha256, etag, last_modified) of its last committed download."""
+    return {row[0]: tuple(row[1:]) for row in store.db.execute(
+        "SELECT url, sha256, etag, last_modified FROM remote_images").fetchall()}
+
+
+def _url_item(record: ProductRecord, row, validators, featured, spec_keys: list[str]) -> TaskItem:
+    """A URL is always asked for (only the server knows whether it changed); the request is
+    conditional when the product's last download is committed with every feature asked
+    for, so an unchanged image is answered 304 and nothing is downloaded or decoded."""
+    item = TaskItem(record.id, record.image_url, None, None)
+    if (
+        validators is not None
+        and (validators[1] or validators[2])
+        and row is not None
+        and row["status"] == "ok"
+        and row["image_path"] == record.image_url
+        and row["sha256"] == validators[0]
+        and set(spec_keys) <= set(featured.get(row["sha256"], ()))
+    ):
+        return TaskItem(record.id, record.image_url, None, None, etag=validators[1],
+                        last_modified=validators[2], sha256=row["sha256"])
+    return item
+
+
 def plan_tasks(
     records: list[ProductRecord], store: Store, spec_keys: list[str], task_size: int,
     root: Path | None = None, max_bytes: int | None = None,
@@ -65,7 +92,13 @@ def plan_tasks(
     missing: list[ProductRecord] = []
     refused: list[tuple[ProductRecord, FileRefused]] = []
     hints: list[str | None] = []
+    validators = remote_validators(store) if any(r.image_url for r in records) else {}
     for record in records:
+        if record.image_url is not None:
+            row = known.get(record.id)
+            items.append(_url_item(record, row, validators.get(record.image_url), featured, spec_keys))
+            hints.append(row["sha256"] if row is not None else None)
+            continue
         try:
             stat = os.stat(record.image_path)
         except OSError:

@@ -19,13 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from vismerch.catalog.reading import FileRefused, read_image_file
+from vismerch.catalog.fetch import Fetched, FetchPolicy, fetch, in_order, url_scheme
+from vismerch.catalog.reading import read_image_file
 from vismerch.catalog.shards import write_shard
 from vismerch.catalog.store import THUMB_FORMATS
 from vismerch.errors import DecodeError
 from vismerch.features.base import fingerprint_key
 from vismerch.imaging.decode import decode_image
-from vismerch.pipeline.tasks import IngestSpec, ItemResult, ShardResult, Task, TaskResult
+from vismerch.pipeline.tasks import IngestSpec, ItemResult, ShardResult, Task, TaskItem, TaskResult
 
 
 @dataclass
@@ -119,36 +120,84 @@ def decode_task(task: Task, spec: IngestSpec, defer_jpeg: bool = False) -> Decod
     out = DecodedTask(result=result)
     timer = PhaseTimer(result.timings)
     seen: dict[str, ItemResult] = {}
-    for item in task.items:
+    t = time.perf_counter()
+    for item, got in _read_items(task.items, settings):
+        # URLs download on threads ahead of this loop: "fetch" is the time spent waiting
+        t = timer.add("fetch" if url_scheme(item.path) else "read", t)
         res = ItemResult(item.product_id, item.file_size, item.file_mtime)
         result.items.append(res)
+        data = _take(item, got, res)
+        if data is not None:
+            _hash_and_decode(data, res, task, wanted, seen, defer_jpeg, out, settings, store_path,
+                             timer)
         t = time.perf_counter()
-        try:
-            data = read_image_file(item.path, settings.get("max_image_bytes"))
-        except FileRefused as exc:
-            res.reason, res.detail = exc.reason, exc.message
-            continue
-        except FileNotFoundError:
-            res.reason, res.detail = "missing-file", f"{item.path} does not exist"
-            continue
-        except OSError as exc:
-            res.reason, res.detail = "unreadable", f"cannot read {item.path}: {exc.strerror or exc}"
-            continue
-        t = timer.add("read", t)
-        sha = hashlib.sha256(data).hexdigest()
-        res.sha256, res.nbytes = sha, len(data)
-        timer.add("hash", t)
-        if sha in seen:  # the same bytes twice in one task: decode once
-            _copy_outcome(res, seen[sha])
-            continue
-        seen[sha] = res
-        needs = tuple(k for k in wanted if k not in task.featured.get(sha, ()))
-        if defer_jpeg and needs and _defer(data, settings, res):
-            out.raw[sha], out.needs[sha] = data, needs
-            out.sizes[sha] = (res.width, res.height)
-            continue
-        _cpu_decode(data, sha, res, needs, out, settings, store_path, timer)
     return out
+
+
+def _read_one(item: TaskItem, settings: dict[str, Any], policy: FetchPolicy | None) -> bytes | Fetched:
+    """The bytes of a local file, or a URL's download (Fetched); raises on refusal."""
+    if policy is None or url_scheme(item.path) is None:
+        return read_image_file(item.path, settings.get("max_image_bytes"))
+    return fetch(item.path, policy, item.etag, item.last_modified)
+
+
+def _read_items(items: list[TaskItem], settings: dict[str, Any]):
+    """(item, bytes | Fetched | the exception) in order. A task with URLs downloads them on
+    ``fetch_concurrency`` threads, a bounded window ahead; local files are read in turn."""
+    policy = FetchPolicy.from_settings(settings) if any(url_scheme(i.path) for i in items) else None
+
+    def read(item: TaskItem):
+        try:
+            return _read_one(item, settings, policy)
+        except (DecodeError, OSError) as exc:
+            return exc
+
+    if policy is None:
+        return ((item, read(item)) for item in items)
+    return in_order(items, read, policy.concurrency)
+
+
+def _take(item: TaskItem, got: Any, res: ItemResult) -> bytes | None:
+    """The bytes to hash and decode, or None when the item is refused (reason on ``res``)
+    or unchanged since its last download (``res.unchanged``)."""
+    if isinstance(got, DecodeError):  # FileRefused, FetchFailed, AddressRefused
+        res.reason, res.detail = got.reason, got.message
+        return None
+    if isinstance(got, FileNotFoundError):
+        res.reason, res.detail = "missing-file", f"{item.path} does not exist"
+        return None
+    if isinstance(got, OSError):
+        res.reason, res.detail = "unreadable", f"cannot read {item.path}: {got.strerror or got}"
+        return None
+    if isinstance(got, Exception):  # a bug in a download must not stop the run
+        res.reason, res.detail = "fetch-error", f"{type(got).__name__}: {got}"
+        return None
+    if isinstance(got, Fetched):
+        res.etag, res.last_modified = got.etag, got.last_modified
+        if got.not_modified:  # the planner sent validators only for a fully featured hash
+            res.sha256, res.unchanged = item.sha256, True
+            return None
+        return got.data
+    return got
+
+
+def _hash_and_decode(data: bytes, res: ItemResult, task: Task, wanted: tuple[str, ...],
+                     seen: dict[str, ItemResult], defer_jpeg: bool, out: DecodedTask,
+                     settings: dict[str, Any], store_path: Path, timer: PhaseTimer) -> None:
+    t = time.perf_counter()
+    sha = hashlib.sha256(data).hexdigest()
+    res.sha256, res.nbytes = sha, len(data)
+    timer.add("hash", t)
+    if sha in seen:  # the same bytes twice in one task: decode once
+        _copy_outcome(res, seen[sha])
+        return
+    seen[sha] = res
+    needs = tuple(k for k in wanted if k not in task.featured.get(sha, ()))
+    if defer_jpeg and needs and _defer(data, settings, res):
+        out.raw[sha], out.needs[sha] = data, needs
+        out.sizes[sha] = (res.width, res.height)
+        return
+    _cpu_decode(data, sha, res, needs, out, settings, store_path, timer)
 
 
 def _defer(data: bytes, settings: dict[str, Any], res: ItemResult) -> bool:

@@ -42,9 +42,14 @@ class IngestSpec:
 @dataclass(frozen=True)
 class TaskItem:
     product_id: str
-    path: str
-    file_size: int
-    file_mtime: float
+    path: str  # an absolute path, or a URL the worker downloads
+    file_size: int | None
+    file_mtime: float | None
+    # a URL's validators from its last download, sent so that an unchanged image is
+    # answered 304 and keeps ``sha256`` (set only when that hash has every feature asked for)
+    etag: str | None = None
+    last_modified: str | None = None
+    sha256: str | None = None
 
 
 @dataclass
@@ -62,8 +67,8 @@ class Task:
 @dataclass
 class ItemResult:
     product_id: str
-    file_size: int
-    file_mtime: float
+    file_size: int | None
+    file_mtime: float | None
     sha256: str | None = None
     width: int | None = None
     height: int | None = None
@@ -71,6 +76,11 @@ class ItemResult:
     format: str | None = None
     reason: str | None = None  # set when refused
     detail: str | None = None
+    # URLs: the validators to send next time, and whether the server said 304 Not
+    # Modified (the item keeps its previous sha256 and features; nothing was downloaded)
+    etag: str | None = None
+    last_modified: str | None = None
+    unchanged: bool = False
 
 
 @dataclass

@@ -41,13 +41,13 @@ class _Thumbs:
         return self.cache[product_id]
 
 
-def _similar_strips(store: Store, ids: list[str]) -> list[dict[str, Any]]:
-    from vismerch.api import similarity_index
+def _similar_strips(store: Store, ids: list[str], settings: Any = None) -> list[dict[str, Any]]:
     from vismerch.merch.similar import similar_items
+    from vismerch.search.stored import similarity_index
 
     if not ids:
         return []
-    index = similarity_index(store)  # read once for every strip
+    index = similarity_index(store, None, settings)  # read once for every strip
     step = max(1, len(ids) // SIMILAR_SAMPLES)
     return [
         {"id": pid, "similar": [
@@ -66,7 +66,8 @@ def _largest_collection(store: Store) -> str | None:
     return max(sizes)[1] if sizes else None
 
 
-def arranged_collection(store: Store, collection: str | None = None) -> dict[str, Any] | None:
+def arranged_collection(store: Store, collection: str | None = None,
+                        settings: Any = None) -> dict[str, Any] | None:
     """One arranged collection (default: the largest), before (score order) and after
     (vismerch), with the look-alike neighbour counts per grid width."""
     from vismerch.merch.preview import arranged_before_after
@@ -75,7 +76,8 @@ def arranged_collection(store: Store, collection: str | None = None) -> dict[str
         collection = collection or _largest_collection(store)
         if collection is None:
             return None
-        result = arranged_before_after(store, collection, columns=4, columns_set=(2, 3, 4, 5))
+        result = arranged_before_after(store, collection, columns=4, columns_set=(2, 3, 4, 5),
+                                       settings=settings)
     except Exception as exc:  # the report must not fail because one section did
         return {"error": f"{type(exc).__name__}: {exc}"}
     for side in ("before", "after"):
@@ -84,7 +86,7 @@ def arranged_collection(store: Store, collection: str | None = None) -> dict[str
 
 
 def build_context(store: Store, collection: str | None = None,
-                  arrangement: dict[str, Any] | None = None) -> dict[str, Any]:
+                  arrangement: dict[str, Any] | None = None, settings: Any = None) -> dict[str, Any]:
     products = store.products(status=None)
     ok = [p for p in products if p.status == "ok"]
     errors = store.errors()
@@ -124,23 +126,24 @@ def build_context(store: Store, collection: str | None = None,
         "groups": groups[:MAX_GROUPS],
         "groups_total": len(groups),
         "audit": store.audit()[:MAX_FLAGGED],
-        "similar": _similar_strips(store, [p.id for p in ok]),
-        "arrangement": arrangement or arranged_collection(store, collection),
+        "similar": _similar_strips(store, [p.id for p in ok], settings),
+        "arrangement": arrangement or arranged_collection(store, collection, settings),
         "titles": {p.id: p.title or p.id for p in products},
     }
     return context
 
 
 def write_report(store: Store, output: str | os.PathLike, collection: str | None = None,
-                 arrangement: dict[str, Any] | None = None) -> Path:
+                 arrangement: dict[str, Any] | None = None, settings: Any = None) -> Path:
     """Write the report; ``collection`` picks the arranged example (default: the largest),
-    ``arrangement`` passes one the caller already made with ``arranged_collection``."""
+    ``arrangement`` passes one the caller already made with ``arranged_collection``;
+    ``settings`` (default: the table's) arrange it."""
     env = Environment(
         loader=PackageLoader("vismerch.report", "templates"),
         autoescape=select_autoescape(["html"]),
     )
     template = env.get_template("report.html")
-    context = build_context(store, collection, arrangement)
+    context = build_context(store, collection, arrangement, settings)
     html = template.render(thumb=_Thumbs(store), data_uri=_data_uri, **context)
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)

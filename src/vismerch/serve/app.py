@@ -25,14 +25,15 @@ from vismerch.serve import errors
 from vismerch.serve.auth import Authenticator, RateLimiter
 
 API_PREFIX = "/api/v1"
-ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin", "jobs",
-                 "plan")
+ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin",
+                 "versions", "collections", "rules", "jobs", "plan")
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _AUDIT_BODY_BYTES = 4096  # the start of a JSON write body is kept in the audit row
 
 
 class AuditMiddleware:
-    """Appends one audit row per write an authenticated key made (who, when, what, status)."""
+    """Appends one audit row per write an authenticated key made (who, when, what, status).
+    A route that answers a POST without writing (a preview) sets ``request.state.read_only``."""
 
     def __init__(self, app: Any, store_of: Any):
         self.app, self.store_of = app, store_of
@@ -58,8 +59,9 @@ class AuditMiddleware:
         try:
             await self.app(scope, receive_and_keep, send_and_watch)
         finally:
-            principal = (scope.get("state") or {}).get("principal")
-            if principal is not None:
+            state = scope.get("state") or {}
+            principal = state.get("principal")
+            if principal is not None and not state.get("read_only"):  # a POST that only reads
                 detail: dict[str, Any] = {}
                 if scope.get("query_string"):
                     detail["query"] = scope["query_string"].decode(errors="replace")

@@ -95,6 +95,7 @@ class TagRow(BaseModel):
 class AttributeTag(BaseModel):
     name: str
     score: float
+    source: str | None = Field(None, description="label, few-shot or zero-shot.")
 
 
 class AttributeTagRow(BaseModel):
@@ -123,44 +124,7 @@ class QueueItem(BaseModel):
     at: str | None = None
 
 
-class Collection(BaseModel):
-    name: str
-    kind: str
-    definition: dict[str, Any]
-    auto: bool
-    size: int
-    parent: str | None = None
-
-
-class Rule(BaseModel):
-    id: int
-    kind: str
-    scope: str | None = None
-    reach: Literal["collection", "subtree"] = "collection"
-    condition: str | None = None
-    product_id: str | None = None
-    position: int | None = None
-    factor: float = 0.0
-    oos_policy: str = "release"
-    enabled: bool = True
-    note: str | None = None
-    created_at: str | None = None
-    starts_at: str | None = None
-    ends_at: str | None = None
-    active: bool = Field(True, description="Enabled and inside its start/end dates now.")
-    description: str = ""
-
-
-class RuleLogRow(BaseModel):
-    id: int
-    rule_id: int
-    collection: str
-    kind: str
-    product_id: str
-    substitute_id: str | None = None
-    position: int | None = None
-    created_at: str
-    reverted_at: str | None = None
+# Collection, Rule and RuleLogRow live in service/models_merch.py
 
 
 class Slot(BaseModel):

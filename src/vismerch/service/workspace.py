@@ -23,9 +23,11 @@ from vismerch.errors import StoreError
 class Workspace:
     """``Workspace.open(path)``; ``ws.store`` is this thread's connection."""
 
-    def __init__(self, path: Path, settings: Settings):
+    def __init__(self, path: Path, settings: Settings, *, writable: bool = True):
         self.path = path
         self.settings = settings
+        # False: each connection is read-only until its first write (CLI read commands)
+        self.writable = writable
         self._local = threading.local()
         self._stores: list[Store] = []
         self._lock = threading.Lock()
@@ -34,21 +36,31 @@ class Workspace:
 
     @classmethod
     def open(cls, path: str | os.PathLike, settings: Settings | None = None, *,
-             create: bool = False) -> Workspace:
-        """Open (and migrate) the store at ``path``; ``create`` makes an empty one."""
+             create: bool = False, writable: bool = True) -> Workspace:
+        """Open (and migrate) the store at ``path``; ``create`` makes an empty one.
+        ``writable=False`` connects read-only until a command first writes (so reads work
+        on a read-only store and never touch it)."""
         path = Path(path)
         if not create and not (path / DB_NAME).exists():
             raise StoreError(f"{path} is not a vismerch store (no {DB_NAME})",
                              hint=f"create one with: vismerch ingest SOURCE --store {path}", exit_code=2)
-        ws = cls(path, settings or load_settings())
+        ws = cls(path, settings or load_settings(), writable=writable or create)
         ws.store  # noqa: B018 - opens and migrates now, in the caller's thread
+        return ws
+
+    @classmethod
+    def over(cls, store: Store, settings: Settings | None = None) -> Workspace:
+        """A Workspace on the calling thread's already open ``store`` (the caller keeps and
+        closes it); other threads open their own connections as usual."""
+        ws = cls(store.path, settings or load_settings(), writable=getattr(store, "_writable", True))
+        ws._local.store = store
         return ws
 
     @property
     def store(self) -> Store:
         store = getattr(self._local, "store", None)
         if store is None:
-            store = Store.open(self.path, create=True)
+            store = Store.open(self.path, create=self.writable)
             self._local.store = store
             with self._lock:
                 self._stores.append(store)
@@ -95,10 +107,10 @@ class Workspace:
         return self.cached(("features", backend), lambda: self.store.load_features(backend))
 
     def similarity_index(self, backend: str | None = None) -> Any:
-        from vismerch.api import similarity_index, vector_backend
+        from vismerch.search.stored import similarity_index, vector_backend
 
         name = vector_backend(self.store, backend)
-        return self.cached(("index", name), lambda: similarity_index(self.store, name))
+        return self.cached(("index", name), lambda: similarity_index(self.store, name, self.settings))
 
     def encoder(self, fingerprint: str) -> Any:
         from vismerch.features.neural import backend_from_fingerprint

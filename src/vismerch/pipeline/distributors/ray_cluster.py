@@ -140,7 +140,10 @@ class RayDistributor:
         """Every node must see the store and the images at the driver's paths."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        paths = [spec.store_path, tasks[0].items[0].path]
+        from vismerch.catalog.fetch import url_scheme
+
+        local = next((i.path for t in tasks for i in t.items if url_scheme(i.path) is None), None)
+        paths = [spec.store_path] + ([local] if local else [])  # URLs are downloaded, not shared
         check = ray.remote(num_cpus=0)(_node_check)
         nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU")]
         refs = {n["NodeManagerAddress"]: check.options(

@@ -109,7 +109,8 @@ async def storefront_page(
     published = grid_etag_only(store(request), collection)
     if published is None:
         raise ApiError(404, "not_found", f"collection {collection!r} has no published arrangement",
-                       field="collection", hint="publish a version first (POST .../versions/{name}/publish)")
+                       field="collection",
+                       hint=f"publish a version first: POST /api/v1/collections/{collection}/publish")
     pages: _Pages = request.app.state.storefront_pages
     key = (collection, published, columns, offset, limit)
     hit = pages.get(key)

@@ -1,0 +1,48 @@
+"""Merchandising rules: list (by collection, active now or not), add, change, delete.
+Dates are RFC 3339 (UTC unless an offset is given), the end exclusive."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+
+from vismerch.serve.auth import require
+from vismerch.serve.routes.common import workspace
+from vismerch.service import rules
+from vismerch.service.models import Done
+from vismerch.service.models_merch import Rule, RuleIn, RulePatch
+
+router = APIRouter(tags=["rules"])
+merchandiser = Depends(require("merchandiser"))
+RuleId = Annotated[int, Path(ge=1, le=2**62, description="Rule id")]
+
+
+@router.get("/rules", response_model=list[Rule], summary="Rules, by collection and whether active now")
+def list_rules(request: Request,
+               collection: Annotated[str | None, Query(min_length=1, max_length=200,
+                                                       description="Rules scoped to it")] = None,
+               active: Annotated[bool | None, Query(description="In force now (or not)")] = None,
+               _: object = Depends(require("viewer"))) -> list[Rule]:
+    return rules.list_rules(workspace(request), collection, active)
+
+
+@router.post("/rules", response_model=Rule, status_code=201, summary="Add a rule")
+def add_rule(request: Request, body: RuleIn, _: object = merchandiser) -> Rule:
+    return rules.add_rule(workspace(request), **body.model_dump())
+
+
+@router.get("/rules/{rule_id}", response_model=Rule, summary="One rule")
+def get_rule(request: Request, rule_id: RuleId, _: object = Depends(require("viewer"))) -> Rule:
+    return rules.get_rule(workspace(request), rule_id)
+
+
+@router.patch("/rules/{rule_id}", response_model=Rule, summary="Change some fields of a rule")
+def update_rule(request: Request, rule_id: RuleId, body: RulePatch, _: object = merchandiser) -> Rule:
+    return rules.update_rule(workspace(request), rule_id, body.model_dump(exclude_unset=True))
+
+
+@router.delete("/rules/{rule_id}", response_model=Done, summary="Delete a rule")
+def delete_rule(request: Request, rule_id: RuleId, _: object = merchandiser) -> Done:
+    rules.delete_rule(workspace(request), rule_id)
+    return Done(detail={"id": rule_id})

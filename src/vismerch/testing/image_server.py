@@ -1,0 +1,199 @@
+"""A real HTTP server on 127.0.0.1 for download tests: it serves images the test made and
+misbehaves on purpose (redirects, 500s, slow and oversized answers), counting requests.
+
+Routes (``NAME`` is a key of ``images``):
+
+- ``/img/NAME``: the bytes with ``ETag`` and ``Last-Modified``; 304 to a matching
+  ``If-None-Match`` (or, without one, ``If-Modified-Since``);
+- ``/lm/NAME``: only ``Last-Modified``; ``/plain/NAME``: no validators;
+- ``/redirect/K/NAME``: K redirects (302) before ``/img/NAME``;
+- ``/to?url=U``: a 302 to ``U``, whatever it is;
+- ``/flaky/NAME``: 500 the first time, then as ``/img/NAME``; ``/error``: always 500;
+- ``/slow/NAME``: waits ``slow_s`` before answering;
+- ``/drip``: a declared 1,000 bytes sent one every 0.1 s;
+- ``/big``: declares ``big_bytes`` bytes; ``/big-stream``: sends ``big_bytes`` with no length;
+- anything else: 404.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+import time
+from collections import Counter
+from email.utils import formatdate, parsedate_to_datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+LAST_MODIFIED = formatdate(1_700_000_000, usegmt=True)
+
+
+class ImageServer:
+    """``with ImageServer({"a.jpg": data}) as server: server.url("/img/a.jpg")``."""
+
+    def __init__(self, images: dict[str, bytes], slow_s: float = 2.0, big_bytes: int = 4 << 20,
+                 tls: tuple[str, str] | None = None):
+        """``tls``: (certificate, key) PEM files to serve HTTPS instead of HTTP."""
+        self.images = dict(images)
+        self.slow_s = slow_s
+        self.big_bytes = big_bytes
+        self.hits: Counter = Counter()  # path -> requests
+        self.bodies: Counter = Counter()  # image name -> 200 answers carrying its bytes
+        self.not_modified: Counter = Counter()  # image name -> 304 answers
+        self.hosts: list[str] = []  # Host headers as sent
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self.scheme = "http"
+        if tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            self.scheme = "https"
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    def url(self, path: str, host: str = "127.0.0.1") -> str:
+        return f"{self.scheme}://{host}:{self.port}{path}"
+
+    def downloads(self) -> int:
+        return sum(self.bodies.values())
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self.hits.clear()
+            self.bodies.clear()
+            self.not_modified.clear()
+
+    def __enter__(self) -> ImageServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _etag(data: bytes) -> str:
+    return '"' + hashlib.sha256(data).hexdigest()[:16] + '"'
+
+
+def _handler(server: ImageServer):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # quiet
+            pass
+
+        def handle(self) -> None:
+            # the client gave up (a timeout test): nothing to answer
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                super().handle()
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            parts = urlsplit(self.path)
+            with server._lock:
+                server.hits[parts.path] += 1
+                server.hosts.append(self.headers.get("Host", ""))
+                server.in_flight += 1
+                server.max_in_flight = max(server.max_in_flight, server.in_flight)
+            try:
+                self._route(parts.path, parse_qs(parts.query))
+            finally:
+                with server._lock:
+                    server.in_flight -= 1
+
+        def _route(self, path: str, query: dict[str, list[str]]) -> None:
+            head, _, rest = path.lstrip("/").partition("/")
+            if head == "img":
+                return self._image(rest, etag=True, modified=True)
+            if head == "lm":
+                return self._image(rest, etag=False, modified=True)
+            if head == "plain":
+                return self._image(rest, etag=False, modified=False)
+            if head == "redirect":
+                hops, _, name = rest.partition("/")
+                target = f"/redirect/{int(hops) - 1}/{name}" if int(hops) > 1 else f"/img/{name}"
+                return self._send(302, b"", [("Location", target)])
+            if head == "to":
+                return self._send(302, b"", [("Location", query["url"][0])])
+            if head == "flaky":
+                if server.hits[path] == 1:
+                    return self._send(500, b"try again")
+                return self._image(rest, etag=True, modified=True)
+            if head == "error":
+                return self._send(500, b"broken")
+            if head == "slow":
+                time.sleep(server.slow_s)
+                return self._image(rest, etag=True, modified=True)
+            if head == "drip":
+                self.send_response(200)
+                self.send_header("Content-Length", "1000")
+                self.end_headers()
+                for _ in range(1000):
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+                return None
+            if head == "big":
+                self.send_response(200)
+                self.send_header("Content-Length", str(server.big_bytes))
+                self.end_headers()
+                self.wfile.write(b"\0" * 1024)  # the client must stop at the header
+                self.close_connection = True
+                return None
+            if head == "big-stream":
+                self.send_response(200)
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for _ in range(server.big_bytes // 65536 + 1):
+                    self.wfile.write(b"\0" * 65536)
+                self.close_connection = True
+                return None
+            return self._send(404, b"not found")
+
+        def _image(self, name: str, etag: bool, modified: bool) -> None:
+            data = server.images.get(name)
+            if data is None:
+                return self._send(404, b"not found")
+            headers = []
+            if etag:
+                headers.append(("ETag", _etag(data)))
+            if modified:
+                headers.append(("Last-Modified", LAST_MODIFIED))
+            match = self.headers.get("If-None-Match")
+            since = self.headers.get("If-Modified-Since")
+            if etag and match is not None:
+                fresh = _etag(data) in [m.strip() for m in match.split(",")]
+            elif modified and since is not None:
+                fresh = parsedate_to_datetime(since) >= parsedate_to_datetime(LAST_MODIFIED)
+            else:
+                fresh = False
+            if fresh:
+                with server._lock:
+                    server.not_modified[name] += 1
+                return self._send(304, b"", headers)
+            with server._lock:
+                server.bodies[name] += 1
+            return self._send(200, data, [("Content-Type", "image/octet-stream"), *headers])
+
+        def _send(self, status: int, body: bytes, headers: list[tuple[str, str]] = ()) -> None:
+            self.send_response(status)
+            for key, value in headers:
+                self.send_header(key, value)
+            if status != 304:
+                self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if body:
+                self.wfile.write(body)
+
+    return Handler
