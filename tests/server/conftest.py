@@ -25,6 +25,20 @@ def store_template(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_compute_thread():
+    """As `vismerch serve` runs (serve.server.run): one torch/FAISS intra-op thread, so a
+    first text search on a busy host stays well inside the clients' timeouts; restored after."""
+    import torch
+
+    from vismerch.serve.server import one_thread_per_request
+
+    before = torch.get_num_threads()
+    one_thread_per_request()
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def served(store_template, tmp_path_factory):
     """(client, workspace, {kind: key}) over a private copy of the store."""

@@ -39,3 +39,21 @@ def writer_lock(store_path: str | os.PathLike) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the flock
+
+
+def writer_holder(store_path: str | os.PathLike) -> str | None:
+    """The pid (as text) of the process holding the store's writer lock, or None when it is
+    free. A probe: the lock is taken and let go at once (a holder in this very process
+    counts too: flock locks belong to open files, not processes)."""
+    path = Path(store_path) / LOCK_NAME
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        return None
+    finally:
+        os.close(fd)  # releases a probe's lock

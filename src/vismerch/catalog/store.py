@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -107,17 +108,20 @@ class Store:
                     exit_code=2,
                 )
             path.mkdir(parents=True, exist_ok=True)
-        else:
+        elif not _connected(db_path):
             _check_database_file(db_path)
+        elif db_path.stat().st_size == 0:
+            raise _damaged(db_path, "0 bytes: a new empty database would hide the lost catalog")
         store = cls(path, _connect_read_only(db_path) if not create else _connect(db_path))
         store._writable = create
+        store._opened = _track(db_path, +1)
         if create:
             for sub in ("features", "index", "thumbs"):
                 (path / sub).mkdir(exist_ok=True)
         try:
             store._migrate()
         except sqlite3.DatabaseError as exc:
-            store.db.close()
+            store.close()
             raise _damaged(db_path, exc) from exc
         return store
 
@@ -135,6 +139,9 @@ class Store:
 
     def close(self) -> None:
         self.db.close()
+        opened, self._opened = getattr(self, "_opened", None), None
+        if opened is not None:
+            _track(opened, -1)
 
     def __enter__(self) -> Store:
         return self
@@ -410,6 +417,39 @@ def _damaged(db_path: Path, why: object) -> StoreError:
              "(docs/operating-a-store.md: repair)",
         exit_code=2,
     )
+
+
+# SQLite's locks are POSIX fcntl locks, which belong to the process and are all dropped
+# when the process closes *any* descriptor of the file. Reading the header with open()
+# while this process holds connections would therefore silently drop their locks; another
+# process (an ingest job) closing its last connection then checkpoints and deletes the WAL
+# under them ("disk I/O error"). So the raw header check runs only while this process has
+# no connection to the file: one that is open already passed it.
+_OPEN_FILES: dict[tuple[int, int], int] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def _file_key(db_path: Path) -> tuple[int, int]:
+    st = db_path.stat()
+    return st.st_dev, st.st_ino
+
+
+def _connected(db_path: Path) -> bool:
+    with _OPEN_LOCK:
+        return _OPEN_FILES.get(_file_key(db_path), 0) > 0
+
+
+def _track(key: Path | tuple[int, int], delta: int) -> tuple[int, int]:
+    """Count this process's open Stores per database file; returns the file's key."""
+    if isinstance(key, Path):
+        key = _file_key(key)
+    with _OPEN_LOCK:
+        count = _OPEN_FILES.get(key, 0) + delta
+        if count > 0:
+            _OPEN_FILES[key] = count
+        else:
+            _OPEN_FILES.pop(key, None)
+    return key
 
 
 def _check_database_file(db_path: Path) -> None:

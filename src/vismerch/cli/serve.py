@@ -26,10 +26,9 @@ def serve_cmd(
 ) -> None:
     """Serve the store over HTTP: /api/v1 (keys: `vismerch keys create`), OpenAPI at /openapi.json.
     Settings serve_* (env VISMERCH_SERVE_*, --config, --setting) tune limits and CORS."""
-    import uvicorn
-
     from vismerch.cli.context import open_workspace
     from vismerch.serve.app import create_app
+    from vismerch.serve.server import run
 
     workspace = open_workspace(store, {"serve_cors_origins": cors_origins, "serve_rate_limit": rate_limit},
                                writable=True)
@@ -37,8 +36,10 @@ def serve_cmd(
 
     say(f"serving {store} on http://{host}:{port}  (OpenAPI: http://{host}:{port}/openapi.json)")
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        run(app, host=host, port=port)
     finally:
+        if workspace.jobs is not None:  # a running ingest job outlives the server
+            workspace.jobs.detach()
         workspace.close()
 
 

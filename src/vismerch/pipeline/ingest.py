@@ -16,6 +16,7 @@ import os
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -263,8 +264,12 @@ def ingest(
     distributor: Any = None,
     progress: bool = True,
     derive: bool = True,
+    on_progress: Callable[[int, int, int], None] | None = None,
 ) -> IngestSummary:
     """Ingest a folder or manifest into a store; returns the run's summary.
+
+    ``on_progress(run_id, done, total)`` is called once planning is done and after every
+    committed task (``done`` counts products accounted for: skipped, refused or processed).
 
     Raises JobFailed when the source has images but none could be ingested.
     """
@@ -287,7 +292,8 @@ def ingest(
     try:
         with writer_lock(store.path):
             return _ingest_locked(store, source, records, by_id, settings, n_workers, backends,
-                                  backend_options, distributor, progress, derive, started)
+                                  backend_options, distributor, progress, derive, started,
+                                  on_progress)
     except (OSError, sqlite3.OperationalError) as exc:
         if not _disk_full(str(exc)) and getattr(exc, "errno", None) != errno.ENOSPC:
             raise
@@ -302,7 +308,7 @@ def ingest(
 
 def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_workers: int,
                    backends, backend_options, distributor, progress: bool, derive: bool,
-                   started: float) -> IngestSummary:
+                   started: float, on_progress=None) -> IngestSummary:
     """The run itself, under the store's writer lock."""
     with store.transaction() as con:  # a deleted or damaged shard: re-feature its images
         repaired = drop_broken_shards(store.path, con)
@@ -334,6 +340,9 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
     unread += [(r, refusal.reason, refusal.message) for r, refusal in plan.refused]
     if unread:
         _record_unread(store, unread, run_id)
+    report = on_progress or (lambda run, done, total: None)
+    accounted = len(records) - plan.n_items
+    report(run_id, accounted, len(records))
 
     spec = IngestSpec(
         store_path=str(store.path.resolve()),
@@ -375,6 +384,8 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
                         else:
                             reasons[item.reason] += 1
                     advance(len(task.items))
+                    accounted += len(task.items)
+                    report(run_id, accounted, len(records))
                 todo = retry
     finally:
         if own_distributor:

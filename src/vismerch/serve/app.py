@@ -27,7 +27,7 @@ from vismerch.serve.routes import ui
 
 API_PREFIX = "/api/v1"
 ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin",
-                 "versions", "collections", "rules")
+                 "versions", "collections", "rules", "jobs", "plan")
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _AUDIT_BODY_BYTES = 4096  # the start of a JSON write body is kept in the audit row
 

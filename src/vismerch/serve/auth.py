@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import anyio.to_thread
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
@@ -80,6 +81,11 @@ class Authenticator:
         self._verified: dict[str, str] = {}  # sha256(key text) -> key id, after one scrypt check
         self._lock = threading.Lock()
 
+    def known(self, text: str | None) -> bool:
+        """Has this key text passed its scrypt check in this process already? Then
+        ``principal`` is a primary-key read and a dict lookup (cheap enough for the event loop)."""
+        return bool(text) and hashlib.sha256(text.encode()).hexdigest() in self._verified
+
     def principal(self, text: str | None) -> Principal:
         if not text:
             raise ApiError(401, "unauthenticated", "this route needs an API key",
@@ -120,14 +126,20 @@ def require(needed: str) -> Callable[..., Principal]:
     if needed not in LEVELS:
         raise ValueError(f"unknown role {needed!r}")
 
-    def dependency(request: Request,
-                   bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
-                   header: str | None = Depends(_header)) -> Principal:
+    async def dependency(request: Request,
+                         bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
+                         header: str | None = Depends(_header)) -> Principal:
+        # async, so a request pays no thread-pool hop for auth: a key already verified costs
+        # one primary-key read, done here on the event loop; the first check of a key text
+        # (scrypt, tens of ms) and unknown keys go to a worker thread
         text = bearer.credentials if bearer is not None else header
+        auth: Authenticator = request.app.state.auth
         if text is None and request.cookies.get(COOKIE):
-            principal = _session_principal(request)
+            principal = _session_principal(request)  # one primary-key read, like a known key
+        elif auth.known(text):
+            principal = auth.principal(text)
         else:
-            principal = request.app.state.auth.principal(text)
+            principal = await anyio.to_thread.run_sync(auth.principal, text)
         request.state.principal = principal
         if not allowed(principal.role, needed):
             raise ApiError(403, "forbidden", f"a {principal.role} key may not do this (needs {needed})",

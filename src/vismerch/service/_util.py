@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import re
 from typing import Any
 
 from vismerch.errors import InvalidInput, NotFound
@@ -23,18 +25,50 @@ def check_choice(value: Any, choices: tuple[str, ...], field: str) -> str:
     return value
 
 
+# A cursor is base64url(check + payload), where check is 4 bytes of a SHA-256 over the
+# payload: a cursor this API gave out decodes, anything else (garbage, a truncated or
+# hand-edited one) is refused with a 422 naming the field instead of quietly meaning
+# "some other page".
+_CURSOR_CHECK = 4
+_CURSOR_CHARS = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _cursor_check(payload: bytes) -> bytes:
+    return hashlib.sha256(b"vismerch-cursor\0" + payload).digest()[:_CURSOR_CHECK]
+
+
+def encode_token(payload: bytes) -> str:
+    """A cursor string for ``payload`` (see decode_token)."""
+    return base64.urlsafe_b64encode(_cursor_check(payload) + payload).decode().rstrip("=")
+
+
+def decode_token(cursor: str, field: str = "cursor") -> bytes:
+    """The payload of a cursor encode_token made; InvalidInput naming ``field`` otherwise."""
+    raw = b""
+    if _CURSOR_CHARS.fullmatch(cursor or "") and len(cursor) % 4 != 1:
+        try:
+            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        except (binascii.Error, ValueError):
+            raw = b""
+    if len(raw) <= _CURSOR_CHECK or raw[:_CURSOR_CHECK] != _cursor_check(raw[_CURSOR_CHECK:]):
+        raise InvalidInput(field, f"{field} {cursor[:40]!r} is not a cursor this API gave out",
+                           hint="pass the next_cursor of the previous page, or none for the first")
+    return raw[_CURSOR_CHECK:]
+
+
 def encode_cursor(last_id: str) -> str:
-    return base64.urlsafe_b64encode(last_id.encode()).decode().rstrip("=")
+    return encode_token(last_id.encode())
 
 
-def decode_cursor(cursor: str | None) -> str | None:
+def decode_cursor(cursor: str | None, field: str = "cursor") -> str | None:
+    """The last id of the previous page; None for the first page; 422 naming ``field`` for
+    anything this API did not give out."""
     if cursor is None or cursor == "":
         return None
     try:
-        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise InvalidInput("cursor", f"cursor {cursor[:40]!r} is not one this API gave out",
-                           hint="pass the next_cursor of the previous page, or none for the first") from None
+        return decode_token(cursor, field).decode()
+    except UnicodeDecodeError:
+        raise InvalidInput(field, f"{field} {cursor[:40]!r} is not a cursor this API gave out") from None
 
 
 def require_product(store: Any, product_id: str) -> Any:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from typing import Any
 
 from fastapi import Request
 
 from vismerch.config import setting
+from vismerch.errors import InvalidInput
 from vismerch.serve.errors import ApiError
+from vismerch.service._util import decode_token, encode_token
 
 
 def store(request: Request) -> Any:
@@ -32,7 +32,8 @@ def page_limit(request: Request, limit: int) -> int:
 
 
 def encode_cursor(value: Any) -> str:
-    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+    """A cursor for any JSON value (checksummed: see service._util.encode_token)."""
+    return encode_token(json.dumps(value, separators=(",", ":")).encode())
 
 
 def decode_cursor(cursor: str | None, field: str = "cursor") -> Any:
@@ -40,8 +41,8 @@ def decode_cursor(cursor: str | None, field: str = "cursor") -> Any:
     if not cursor:
         return None
     try:
-        return json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return json.loads(decode_token(cursor, field))
+    except (InvalidInput, ValueError, UnicodeDecodeError):
         raise ApiError(422, "invalid", f"{field}: not a cursor this API gave out", field=field,
                        hint="pass the next_cursor of the previous page, or nothing for the first") from None
 
