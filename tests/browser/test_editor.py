@@ -43,6 +43,8 @@ def test_drag_to_position_1_pins_and_the_storefront_follows_publish_and_rollback
     _, keys, _ = store
     sign_in(page, keys["publisher"])
     page.click("#nav a[data-page=collections]")
+    page.wait_for_selector("#collections tbody tr")
+    snap(page, "collections")
     page.click(f"#collections a:text-is('{collection}')")
     page.wait_for_selector("#arrangement .slot")
     moved = _at(page, 4).get_attribute("data-id")
