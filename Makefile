@@ -10,6 +10,9 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test lint bench clean
 
 $(STAMP): pyproject.toml
+	# the browser tests drive Debian's chromium (Playwright's own browser download is not used)
+	test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && apt-get update -q && apt-get install -y -q chromium; } \
+		|| echo "warning: no /usr/bin/chromium (install it as root: apt-get install chromium); browser tests will skip"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q "$(TORCH_SPEC)"

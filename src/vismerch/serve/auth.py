@@ -4,7 +4,9 @@ Roles rank viewer < merchandiser < publisher < admin; a route names the lowest r
 needs (``require("publisher")``). ``storefront`` keys are a scope apart: they may only read
 published grids (routes that ``require("storefront")``, which every role may read too).
 
-A key is sent as ``Authorization: Bearer vmk_...`` or ``X-API-Key: vmk_...``. Its scrypt
+A key is sent as ``Authorization: Bearer vmk_...`` or ``X-API-Key: vmk_...``; the web app
+instead signs in once and sends a session cookie (``serve/sessions.py``), whose writes must
+also carry the session's CSRF token in ``X-CSRF-Token``. Its scrypt
 check runs once per key and process; after that a verified key is known by the SHA-256 of
 its text, and only its row (revoked? expired?) is read per request, so revocation is
 immediate.
@@ -25,6 +27,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from vismerch.catalog import access
 from vismerch.serve.errors import ApiError
+from vismerch.serve.sessions import COOKIE, CSRF_HEADER, WRITE_METHODS
 
 LEVELS = (access.STOREFRONT, *access.ROLES)
 _bearer = HTTPBearer(auto_error=False, description="An API key: Authorization: Bearer vmk_...")
@@ -97,6 +100,16 @@ class Authenticator:
         if key_id is None:
             with self._lock:
                 self._verified[digest] = key.id
+        return self._admit(key)
+
+    def principal_of_id(self, key_id: str) -> Principal:
+        """The principal of a key already verified (a web session's); revocation still applies."""
+        key = access.get_key(self._store_of(), key_id)
+        if key is None:
+            raise ApiError(401, "unauthenticated", "the session's API key no longer exists")
+        return self._admit(key)
+
+    def _admit(self, key: access.ApiKey) -> Principal:
         if not key.usable():
             why = "revoked" if key.revoked_at else "expired"
             raise ApiError(401, "unauthenticated", f"API key {key.id} is {why}",
@@ -121,7 +134,9 @@ def require(needed: str) -> Callable[..., Principal]:
         # (scrypt, tens of ms) and unknown keys go to a worker thread
         text = bearer.credentials if bearer is not None else header
         auth: Authenticator = request.app.state.auth
-        if auth.known(text):
+        if text is None and request.cookies.get(COOKIE):
+            principal = _session_principal(request)  # one primary-key read, like a known key
+        elif auth.known(text):
             principal = auth.principal(text)
         else:
             principal = await anyio.to_thread.run_sync(auth.principal, text)
@@ -133,3 +148,15 @@ def require(needed: str) -> Callable[..., Principal]:
 
     dependency.needed_role = needed  # the role matrix test reads it from the route table
     return dependency
+
+
+def _session_principal(request: Request) -> Principal:
+    """The key behind the web app's session cookie; a write must also echo its CSRF token."""
+    session = request.app.state.sessions.get(request.cookies.get(COOKIE))
+    if session is None:
+        raise ApiError(401, "unauthenticated", "the session has expired or was signed out",
+                       hint="sign in again with your API key")
+    if request.method in WRITE_METHODS and not session.csrf_ok(request.headers.get(CSRF_HEADER)):
+        raise ApiError(403, "csrf", f"a write made with the session cookie needs the {CSRF_HEADER} header "
+                       "of that session", hint="reload the web app")
+    return request.app.state.auth.principal_of_id(session.key_id)
