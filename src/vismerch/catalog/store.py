@@ -36,11 +36,15 @@ THUMB_SUFFIXES = tuple(suffix for suffix, _, _ in THUMB_FORMATS.values())
 
 
 def write_description(con: sqlite3.Connection, sha: str, colours: list[tuple[str, str, float]],
-                      flags: list[tuple[str, float, bool]]) -> None:
-    """Replace one image's colour names and quality flags (inside the caller's transaction)."""
+                      flags: list[tuple[str, float, bool]], multicolour: bool = False) -> None:
+    """Replace one image's colour names, multicolour verdict and quality flags (inside the
+    caller's transaction)."""
     con.execute("DELETE FROM colours WHERE sha256 = ?", (sha,))
     con.executemany("INSERT INTO colours (sha256, rank, name, hex, weight) VALUES (?,?,?,?,?)",
                     [(sha, rank, name, hx, w) for rank, (name, hx, w) in enumerate(colours)])
+    con.execute("DELETE FROM multicolour WHERE sha256 = ?", (sha,))
+    if multicolour:
+        con.execute("INSERT INTO multicolour (sha256) VALUES (?)", (sha,))
     con.execute("DELETE FROM quality WHERE sha256 = ?", (sha,))
     con.executemany("INSERT INTO quality (sha256, name, value, flagged) VALUES (?,?,?,?)",
                     [(sha, name, value, int(flagged)) for name, value, flagged in flags])
@@ -309,6 +313,13 @@ class Store:
             )
         return out
 
+    def multicolour(self) -> set[str]:
+        """Ids of the ok products judged multicolour (no named colour holds a clear majority)."""
+        rows = self.db.execute(
+            "SELECT p.id FROM products p JOIN multicolour m ON m.sha256 = p.sha256 "
+            "WHERE p.status = 'ok'").fetchall()
+        return {row[0] for row in rows}
+
     def quality(self, flagged_only: bool = True) -> dict[str, list[dict[str, Any]]]:
         sql = (
             "SELECT p.id, q.name, q.value, q.flagged FROM products p JOIN quality q "
@@ -327,13 +338,15 @@ class Store:
     def tags(self, products: list[Product] | None = None,
              colours: dict[str, list[dict[str, Any]]] | None = None,
              flags: dict[str, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
-        """Colours and flags per ok product; a caller that already read any of the three
-        passes it in rather than have it read again."""
+        """Colours, the multicolour verdict and flags per ok product; a caller that already
+        read any of the three passes it in rather than have it read again."""
         colours = self.colours() if colours is None else colours
         flags = self.quality() if flags is None else flags
         products = self.products() if products is None else products
+        multi = self.multicolour()
         return [
-            {"id": p.id, "colours": colours.get(p.id, []), "flags": flags.get(p.id, [])}
+            {"id": p.id, "colours": colours.get(p.id, []), "multicolour": p.id in multi,
+             "flags": flags.get(p.id, [])}
             for p in products
         ]
 

@@ -47,6 +47,7 @@ from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
     NamedColour,
     colour_names,
     dominant_colour,
+    is_multicolour,
     load_colour_table,
     parse_colour,
 )

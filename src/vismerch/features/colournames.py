@@ -8,10 +8,11 @@ grass green). A palette colour gets the name of the nearest swatch by CIEDE2000;
 clusters that get the same name are merged (weights summed, Lab averaged by weight), so a
 shaded navy shirt is one ``navy`` entry, not three.
 
-``multicolour``: when no single named colour holds at least ``multicolour_max_weight`` of
-the product's pixels, the list starts with a ``multicolour`` entry (weight 1.0, empty hex)
-followed by the named colours as usual. A 50/50 two-colour item is therefore multicolour
-under the default threshold (0.55: a name must cover a clear majority of the product).
+``multicolour`` is a verdict about the whole product, not a colour: ``is_multicolour``
+says a product is multicolour when no single named colour holds at least
+``multicolour_max_weight`` of its pixels. A 50/50 two-colour item is therefore multicolour
+under the default threshold (0.55: a name must cover a clear majority of the product). The
+colour list itself only ever holds measured, named colours.
 """
 
 from __future__ import annotations
@@ -169,16 +170,13 @@ def colour_names(
     palette_lab,
     palette_weight,
     table: ColourTable | None = None,
-    multicolour_max_weight: float | None = None,
 ) -> list[list[NamedColour]]:
     """Name each image's palette: one list per image, heaviest first.
 
     ``palette_lab`` (B, K, 3) or (K, 3), ``palette_weight`` (B, K) or (K,); clusters of
-    weight 0 are unused. See the module docstring for the ``multicolour`` rule.
+    weight 0 are unused. Whether the product is multicolour: ``is_multicolour``.
     """
     table = table or load_colour_table()
-    threshold = float(setting(None, "multicolour_max_weight") if multicolour_max_weight is None
-                      else multicolour_max_weight)
     lab, w = _as_batch(palette_lab, palette_weight)
     dist = ciede2000(torch.from_numpy(lab)[:, :, None, :],
                      torch.from_numpy(table.swatch_lab)[None, None]).numpy()  # (B, K, S)
@@ -203,15 +201,21 @@ def colour_names(
             for t, weight, mean in merged
         ]
         named.sort(key=lambda c: (-c.weight, c.name))
-        if named and named[0].weight < threshold:
-            named.insert(0, NamedColour(MULTICOLOUR, "", 1.0, None))
         out.append(named)
     return out
+
+
+def is_multicolour(named: list[NamedColour], multicolour_max_weight: float | None = None) -> bool:
+    """True when no single named colour of one image (``colour_names`` row) covers at least
+    ``multicolour_max_weight`` (default: the setting) of the product."""
+    threshold = float(setting(None, "multicolour_max_weight") if multicolour_max_weight is None
+                      else multicolour_max_weight)
+    return bool(named) and named[0].weight < threshold
 
 
 def dominant_colour(
     palette_lab, palette_weight, table: ColourTable | None = None
 ) -> NamedColour | None:
-    """The heaviest named colour of one image's palette (never ``multicolour``)."""
-    names = colour_names(palette_lab, palette_weight, table, multicolour_max_weight=0.0)[0]
+    """The heaviest named colour of one image's palette."""
+    names = colour_names(palette_lab, palette_weight, table)[0]
     return names[0] if names else None

@@ -208,9 +208,11 @@ def _describe_colour(columns: dict[str, np.ndarray], shas: list[str], sizes, set
     from vismerch.config import load_settings
     from vismerch.features.describe import describe
 
-    colours, flags = describe(columns, [sizes[sha] for sha in shas], load_settings(base=settings))
-    for sha, named, judged in zip(shas, colours, flags, strict=True):
+    colours, multi, flags = describe(columns, [sizes[sha] for sha in shas],
+                                     load_settings(base=settings))
+    for sha, named, mixed, judged in zip(shas, colours, multi, flags, strict=True):
         result.colours[sha] = named
+        result.multicolour[sha] = mixed
         result.quality[sha] = judged
 
 
