@@ -124,24 +124,28 @@ def test_a_new_colour_feature_version_refeatures_the_store(folder, tmp_path, mon
     assert upgraded.ingested == first.ingested and upgraded.skipped == 0
 
 
-def test_thumbnails_are_webp_by_default_and_jpeg_on_request(tmp_path):
+def test_thumbnails_are_jpeg_by_default_and_webp_on_request(tmp_path):
     from PIL import Image
 
     from vismerch.config import load_settings
     from vismerch.errors import UsageError
 
     cat = small_catalog(tmp_path / "cat", n=4, seed=3, corrupt=False, flawed=False, duplicates=False)
-    ingest(cat.manifest_path, tmp_path / "webp", workers=1, progress=False)
-    jpeg = load_settings().replace(thumb_format="jpeg")
-    ingest(cat.manifest_path, tmp_path / "jpeg", workers=1, progress=False, settings=jpeg)
+    ingest(cat.manifest_path, tmp_path / "jpeg", workers=1, progress=False)
+    webp = load_settings().replace(thumb_format="webp")
+    ingest(cat.manifest_path, tmp_path / "webp", workers=1, progress=False, settings=webp)
     for name, fmt in (("webp", "WEBP"), ("jpeg", "JPEG")):
         with Store.open(tmp_path / name) as store:
             paths = [store.thumb_path(p.id) for p in store.products()]
+            products = {p.id: p for p in store.products()}
         assert len(paths) == 4 and all(paths)
-        for path in paths:
+        for pid, path in zip(products, paths, strict=True):
             with Image.open(path) as im:
                 assert im.format == fmt and max(im.size) <= load_settings().thumb_size
-    with pytest.raises(UsageError, match="thumb_format must be one of webp, jpeg"):
+                # aspect of the original kept (portrait shots stay portrait)
+                p = products[pid]
+                assert abs(im.width / im.height - p.width / p.height) < 0.02
+    with pytest.raises(UsageError, match="thumb_format must be one of jpeg, webp"):
         ingest(cat.manifest_path, tmp_path / "bad", progress=False,
                settings=load_settings().replace(thumb_format="png"))
     assert not (tmp_path / "bad").exists()

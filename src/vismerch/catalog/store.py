@@ -5,7 +5,7 @@
 - ``features/<backend>/part-*.parquet``: append-only feature shards, written to a temp
   name and renamed, and counted only once a row in ``shards`` names them;
 - ``index/<backend>.faiss``: rebuilt from the shards after each ingest;
-- ``thumbs/<sha256>.webp`` (or ``.jpg`` with ``thumb_format = "jpeg"``): small
+- ``thumbs/<sha256>.jpg`` (or ``.webp`` with ``thumb_format = "webp"``): small
   thumbnails for reports and the UI.
 """
 
@@ -28,9 +28,10 @@ from vismerch.errors import StoreError
 
 DB_NAME = "store.sqlite"
 THUMB_FORMATS = {  # thumb_format setting -> (suffix, Pillow format, save options)
-    # WebP method 0 is libwebp's fastest; higher methods shrink files ~30% more at 3x the time
+    # JPEG q80 4:2:0 (the default): ~0.2 ms per 256 px thumbnail, ~4.9 KB; WebP method 0
+    # (libwebp's fastest): ~1.1 ms, ~3.7 KB. See docs/architecture.md for the choice.
+    "jpeg": (".jpg", "JPEG", {"quality": 80, "subsampling": "4:2:0"}),
     "webp": (".webp", "WEBP", {"quality": 80, "method": 0}),
-    "jpeg": (".jpg", "JPEG", {"quality": 85}),
 }
 THUMB_SUFFIXES = tuple(suffix for suffix, _, _ in THUMB_FORMATS.values())
 
