@@ -89,6 +89,7 @@ def micro_costs(paths: list[str], working_size: int, n: int = 256) -> dict:
     from vismerch.catalog.store import THUMB_FORMATS
     from vismerch.features.colour import ColourBackend
     from vismerch.imaging.decode import decode_image, resize_rgb
+    from vismerch.pipeline.runner import encode_thumb
 
     torch.set_num_threads(1)
     datas = [Path(p).read_bytes() for p in paths[:n]]
@@ -117,17 +118,19 @@ def micro_costs(paths: list[str], working_size: int, n: int = 256) -> dict:
     for start in range(0, len(pixels), 64):
         backend.encode_images(pixels[start:start + 64], profile=profile)
     out["colour_stages_ms"] = {k: round(v / len(pixels) * 1e3, 3) for k, v in profile.items()}
-    thumbs = [Image.fromarray(p) for p in pixels]
-    for fmt, (_, pillow_format, options) in THUMB_FORMATS.items():
+    out["decode_vismerch_ms"] = per_image(
+        lambda d: decode_image(d, working_size=working_size, thumb_size=None), datas)
+    for fmt in THUMB_FORMATS:  # as ingest encodes them: from the working-size array
         sizes: list[int] = []
 
-        def encode(im, pillow_format=pillow_format, options=options, sizes=sizes):
-            buf = io.BytesIO()
-            im.save(buf, pillow_format, **options)
-            sizes.append(buf.tell())
+        def encode(arr, fmt=fmt, sizes=sizes):
+            sizes.append(len(encode_thumb(arr, fmt)))
 
-        out[f"thumb_{fmt}_ms"] = per_image(encode, thumbs)
+        out[f"thumb_{fmt}_ms"] = per_image(encode, list(pixels))
         out[f"thumb_{fmt}_bytes"] = int(np.mean(sizes))
+        # what a browser pays to show it: Pillow's decode of the file, one thread
+        blobs = [encode_thumb(arr, fmt) for arr in pixels[:64]]
+        out[f"thumb_{fmt}_decode_ms"] = per_image(lambda b: Image.open(io.BytesIO(b)).load(), blobs)
     return out
 
 
@@ -188,7 +191,7 @@ def _timed_ingest(src: Path, folder: Path, store: Path, workers: int, thumb_form
 
 
 def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
-        thumb_format: str | None = None, baseline_src: Path | None = None) -> dict:
+        thumb_format: str | None = None, baseline_src: Path | None = None, repeat: int = 2) -> dict:
     from vismerch.config import load_settings
 
     settings = load_settings()
@@ -200,13 +203,6 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
     print(f"{len(images)} {size}x{size} JPEGs, {workers} worker(s), working size {settings.working_size}, "
           f"{settings.thumb_format} thumbnails")
 
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init) as pool:
-        list(pool.map(_init, [1] * workers))  # warm: imports done before timing
-        _timed_pool(pool, _decode_only, images[:workers * 8], workers, settings.working_size)  # page cache
-        floor_s = _timed_pool(pool, _decode_only, images, workers, settings.working_size)
-        peer_s = _timed_pool(pool, _peer, images, workers)
-
     # ingest the folder of JPEGs (not the manifest) so all three read the same files
     folder = out_dir / f"jpegs-{n}-{size}"
     if not folder.exists():
@@ -216,10 +212,28 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
     runs = {"ingest": HERE.parent / "src"}
     if baseline_src is not None:
         runs["baseline"] = Path(baseline_src).resolve()
+    # every pipeline runs ``repeat`` times, interleaved, and keeps its best (shortest) time:
+    # on a shared machine a burst of other work then slows one round, not one pipeline
+    floor_s = peer_s = float("inf")
     timed: dict[str, dict] = {}
-    for label, src in runs.items():
-        timed[label] = _timed_ingest(src, folder, out_dir / f"bench-store-{label}", workers,
-                                     thumb_format or "")
+    rounds: list[dict] = []
+    ctx = multiprocessing.get_context("spawn")
+    for _ in range(repeat):
+        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init) as pool:
+            list(pool.map(_init, [1] * workers))  # warm: imports done before timing
+            _timed_pool(pool, _decode_only, images[:workers * 8], workers, settings.working_size)
+            one = {"floor": _timed_pool(pool, _decode_only, images, workers, settings.working_size),
+                   "peer": _timed_pool(pool, _peer, images, workers)}
+        for label, src in runs.items():
+            t = _timed_ingest(src, folder, out_dir / f"bench-store-{label}", workers,
+                              thumb_format or "")
+            one[label] = t["seconds"]
+            one[f"{label}_marginal"] = t["seconds"] - t["phases"].get("derive", 0.0)
+            if label not in timed or t["seconds"] < timed[label]["seconds"]:
+                timed[label] = t
+        floor_s, peer_s = min(floor_s, one["floor"]), min(peer_s, one["peer"])
+        rounds.append({k: round(v, 3) for k, v in one.items()})
+        print("round", len(rounds), rounds[-1], flush=True)
     ingest_s = timed["ingest"]["seconds"]
     summary_phases = timed["ingest"]["phases"]
 
@@ -238,6 +252,8 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
         "ingest_vs_peer": round(peer_s / ingest_s, 2),
         "ingested": timed["ingest"]["ingested"],
         "phases_worker_seconds": summary_phases,
+        "repeat": repeat,
+        "rounds_seconds": rounds,
     }
     for label, t in timed.items():  # marginal: the per-image work, without derive
         marginal = t["seconds"] - t["phases"].get("derive", 0.0)
@@ -293,13 +309,15 @@ def main() -> None:
                         help="thumbnail format for the ingest (default: the thumb_format setting)")
     parser.add_argument("--baseline-src", type=Path, default=None,
                         help="also ingest with the code in this src folder (same run)")
+    parser.add_argument("--repeat", type=int, default=2,
+                        help="rounds (interleaved); each pipeline keeps its best time")
     parser.add_argument("--scale-n", type=int, default=1_000_000)
     parser.add_argument("--out", type=Path, default=HERE / "out")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     result = run(args.n, args.workers, args.scale_n, args.out, args.size, args.thumb_format,
-                 args.baseline_src)
+                 args.baseline_src, args.repeat)
     path = args.json or args.out / "ingest.json"
     path.write_text(json.dumps(result, indent=2, default=str))
     print(f"\nwrote {path}")
