@@ -53,7 +53,7 @@ def draw_shading(rng: np.random.Generator) -> Shading:
         ambient=float(rng.uniform(0.22, 0.4)),
         ramp=float(rng.uniform(0.05, 0.25)),
         specular=float(rng.uniform(0.35, 0.8)) if rng.random() < 0.5 else 0.0,
-        shininess=float(rng.uniform(12, 40)),
+        shininess=float(rng.uniform(60, 200)),  # tight glints: a flat front stays unlit by it
         outline_px=int(rng.integers(1, 4)) if rng.random() < 0.4 else 0,
         outline_level=int(rng.integers(10, 50)),
     )
