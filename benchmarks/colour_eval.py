@@ -88,7 +88,8 @@ def vismerch_names(paths: list[Path]) -> list[str | None]:
                                         thumb_size=None).pixels for p in paths[start:start + 64]])
         cols = backend.encode_images(pixels).columns
         for named in colour_names(cols["palette_lab"], cols["palette_weight"]):
-            out.append(named[0].name if named else None)
+            # the first measured colour (older code put a "multicolour" verdict first)
+            out.append(next((c.name for c in named if c.name != "multicolour"), None))
     return out
 
 
