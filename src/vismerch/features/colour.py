@@ -402,9 +402,7 @@ def drop_outlines(samples: torch.Tensor, weights: torch.Tensor, mask: torch.Tens
     dark samples and at least OUTLINE_MIN_LEFT of the samples stay. A black product (dark
     inside too) keeps its edges."""
     b = samples.shape[0]
-    k = 2 * OUTLINE_BAND + 1
-    inner = -F.max_pool2d(-mask[:, None].to(torch.float32), k, stride=1, padding=OUTLINE_BAND)
-    edge = (mask & (inner[:, 0] < 0.5)).reshape(b, -1).index_select(1, cell_idx)
+    edge = (mask & ~_erode(mask, OUTLINE_BAND)).reshape(b, -1).index_select(1, cell_idx)
     chroma = torch.hypot(samples[..., 1], samples[..., 2])
     dark = (samples[..., 0] < OUTLINE_MAX_L) & (chroma < OUTLINE_MAX_CHROMA)
     used = weights > 0
@@ -414,6 +412,17 @@ def drop_outlines(samples: torch.Tensor, weights: torch.Tensor, mask: torch.Tens
     left = (used & ~drop).sum(1) >= OUTLINE_MIN_LEFT * used.sum(1)
     ok = (dark_inside < OUTLINE_MAX_DARK_INTERIOR) & left & (interior.sum(1) > 0)
     return torch.where(drop & ok[:, None], torch.zeros_like(weights), weights)
+
+
+def _erode(mask: torch.Tensor, r: int) -> torch.Tensor:
+    """Cells whose (2r+1)^2 window lies inside ``mask`` (B, H, W) bool; outside the frame
+    counts as inside (a product cut by the frame edge has no outline there). Separable
+    window sums: a 5x5 max_pool2d costs ~0.5 ms per image on one CPU thread, this ~0.02."""
+    h, w = mask.shape[1:]
+    p = F.pad(mask.to(torch.float32), (r, r, r, r), value=1.0)
+    rows = sum(p[:, i:i + h] for i in range(2 * r + 1))
+    full = sum(rows[:, :, i:i + w] for i in range(2 * r + 1))
+    return full > (2 * r + 1) ** 2 - 0.5
 
 
 def _fallback(weights: torch.Tensor) -> torch.Tensor:
