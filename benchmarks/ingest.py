@@ -39,28 +39,31 @@ def _init(threads: int = 1) -> None:
     torch.set_num_threads(threads)
 
 
-def _decode_only(paths: list[str], working_size: int) -> int:
-    """The pure floor: open, draft to about the working size, load. Nothing else."""
+def _decode_only(paths: list[str], working_size: int) -> tuple[int, float]:
+    """The pure floor: open, draft to about the working size, load. Nothing else.
+    Returns (images, this process's CPU seconds)."""
     from PIL import Image
 
+    cpu = time.process_time()
     for path in paths:
         with Image.open(path) as im:
             im.draft("RGB", (working_size, working_size))
             im.load()
-    return len(paths)
+    return len(paths), time.process_time() - cpu
 
 
-def _peer(paths: list[str]) -> int:
+def _peer(paths: list[str]) -> tuple[int, float]:
     """phash and fast-colorthief as users call them: each given the file path."""
     import fast_colorthief
     import imagehash
     from PIL import Image
 
+    cpu = time.process_time()
     for path in paths:
         with Image.open(path) as im:
             imagehash.phash(im)
         fast_colorthief.get_dominant_color(path, 10)
-    return len(paths)
+    return len(paths), time.process_time() - cpu
 
 
 def _chunks(items: list[str], n: int) -> list[list[str]]:
@@ -68,12 +71,14 @@ def _chunks(items: list[str], n: int) -> list[list[str]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def _timed_pool(pool: ProcessPoolExecutor, fn, paths: list[str], workers: int, *args) -> float:
+def _timed_pool(pool: ProcessPoolExecutor, fn, paths: list[str], workers: int, *args
+                ) -> tuple[float, float]:
+    """(wall seconds, worker CPU seconds summed) of ``fn`` over ``paths`` on the pool."""
     start = time.perf_counter()
     futures = [pool.submit(fn, chunk, *args) for chunk in _chunks(paths, workers)]
-    done = sum(f.result() for f in futures)
-    assert done == len(paths)
-    return time.perf_counter() - start
+    results = [f.result() for f in futures]
+    assert sum(n for n, _ in results) == len(paths)
+    return time.perf_counter() - start, sum(cpu for _, cpu in results)
 
 
 def micro_costs(paths: list[str], working_size: int, n: int = 256) -> dict:
@@ -174,6 +179,51 @@ print("RESULT" + json.dumps({"seconds": seconds, "phases": summary.phases,
 """
 
 
+_WORKER_CPU_CHILD = """
+import shutil, sys, tempfile, time
+from pathlib import Path
+import torch
+torch.set_num_threads(1)
+from vismerch.config import load_settings
+from vismerch.pipeline.tasks import BackendSpec, IngestSpec, Task, TaskItem
+from vismerch.pipeline.worker import run_task
+fmt, paths = sys.argv[1], [Path(p) for p in sys.argv[2:]]
+settings = load_settings()
+if fmt:
+    settings = settings.replace(thumb_format=fmt)
+store = Path(tempfile.mkdtemp())
+spec = IngestSpec(str(store), (BackendSpec("colour"),), tuple(sorted(settings.as_dict().items())),
+                  "cpu", 1)
+def task(i, ps):
+    return Task(i, [TaskItem(p.name, str(p), p.stat().st_size, p.stat().st_mtime) for p in ps])
+best = float("inf")
+for r in range(4):  # the first warms up (imports, lattices, page cache)
+    shutil.rmtree(store, ignore_errors=True)
+    for sub in ("features/colour", "thumbs"):
+        (store / sub).mkdir(parents=True)
+    cpu = time.process_time()
+    run_task(task(r, paths), spec)
+    if r:
+        best = min(best, (time.process_time() - cpu) / len(paths))
+shutil.rmtree(store, ignore_errors=True)
+print("RESULT", best)
+"""
+
+
+def _worker_cpu(src: Path, paths: list[str], thumb_format: str) -> float:
+    """CPU seconds per image of one worker's per-image path (``run_task``) with the code in
+    ``src``: robust to a busy machine, unlike wall time."""
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    done = subprocess.run([sys.executable, "-c", _WORKER_CPU_CHILD, thumb_format, *paths],
+                          env=env, capture_output=True, text=True, check=False)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT")), None)
+    if done.returncode or line is None:
+        raise SystemExit(f"worker CPU with {src} failed:\n{done.stderr[-3000:]}")
+    return float(line.split()[1])
+
+
 def _timed_ingest(src: Path, folder: Path, store: Path, workers: int, thumb_format: str) -> dict:
     """One full ingest of ``folder`` into a fresh store by the code in ``src`` (a child
     process with PYTHONPATH=src, so an older commit's code can run in the same benchmark);
@@ -215,6 +265,7 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
     # every pipeline runs ``repeat`` times, interleaved, and keeps its best (shortest) time:
     # on a shared machine a burst of other work then slows one round, not one pipeline
     floor_s = peer_s = float("inf")
+    cpu: dict[str, float] = {}
     timed: dict[str, dict] = {}
     rounds: list[dict] = []
     ctx = multiprocessing.get_context("spawn")
@@ -222,8 +273,10 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
         with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init) as pool:
             list(pool.map(_init, [1] * workers))  # warm: imports done before timing
             _timed_pool(pool, _decode_only, images[:workers * 8], workers, settings.working_size)
-            one = {"floor": _timed_pool(pool, _decode_only, images, workers, settings.working_size),
-                   "peer": _timed_pool(pool, _peer, images, workers)}
+            one, cpu_one = {}, {}
+            one["floor"], cpu_one["floor"] = _timed_pool(pool, _decode_only, images, workers,
+                                                         settings.working_size)
+            one["peer"], cpu_one["peer"] = _timed_pool(pool, _peer, images, workers)
         for label, src in runs.items():
             t = _timed_ingest(src, folder, out_dir / f"bench-store-{label}", workers,
                               thumb_format or "")
@@ -231,6 +284,11 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
             one[f"{label}_marginal"] = t["seconds"] - t["phases"].get("derive", 0.0)
             if label not in timed or t["seconds"] < timed[label]["seconds"]:
                 timed[label] = t
+        for label, src in runs.items():
+            cpu_one[f"{label}_worker"] = _worker_cpu(src, images[:256], thumb_format or "")
+        for k, v in cpu_one.items():  # CPU seconds per image; best round
+            per = v / (len(images) if k in ("floor", "peer") else 1.0)
+            cpu[k] = min(cpu.get(k, float("inf")), per)
         floor_s, peer_s = min(floor_s, one["floor"]), min(peer_s, one["peer"])
         rounds.append({k: round(v, 3) for k, v in one.items()})
         print("round", len(rounds), rounds[-1], flush=True)
@@ -253,12 +311,21 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
         "ingested": timed["ingest"]["ingested"],
         "phases_worker_seconds": summary_phases,
         "repeat": repeat,
+        # CPU seconds per image (process_time: what the work costs, not what a busy machine
+        # lets it have): the floor and peer in the pool, ingest's per-image worker path
+        # (run_task: read, hash, decode, thumbnail, colour backend, shard, names) on 256
+        # images in one process. Marginal throughput on W free cores = W / these.
+        "cpu_ms_per_image": {k: round(v * 1e3, 3) for k, v in cpu.items()},
+        "cpu_ingest_vs_floor": round(cpu["floor"] / cpu["ingest_worker"], 3),
+        "cpu_ingest_vs_peer": round(cpu["peer"] / cpu["ingest_worker"], 2),
         "rounds_seconds": rounds,
     }
     for label, t in timed.items():  # marginal: the per-image work, without derive
         marginal = t["seconds"] - t["phases"].get("derive", 0.0)
         result[f"{label}_marginal_images_per_s"] = round(count / marginal, 1)
     result["ingest_marginal_vs_floor"] = round(floor_s / (ingest_s - summary_phases.get("derive", 0.0)), 3)
+    if "baseline_worker" in cpu:
+        result["cpu_speedup_vs_baseline"] = round(cpu["baseline_worker"] / cpu["ingest_worker"], 2)
     if "baseline" in timed:
         result["baseline_images_per_s"] = round(count / timed["baseline"]["seconds"], 1)
         result["baseline_phases_worker_seconds"] = timed["baseline"]["phases"]
@@ -279,6 +346,9 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
     print(f"{'(c) imagehash+colorthief':<28}{result['peer_images_per_s']:>10}")
     print(f"ingest / floor = {result['ingest_vs_floor']}   ingest / peer = {result['ingest_vs_peer']}x")
     print(f"marginal (no derive): {result['ingest_marginal_images_per_s']} img/s")
+    print(f"CPU ms per image: {result['cpu_ms_per_image']}; ingest/floor "
+          f"{result['cpu_ingest_vs_floor']}, ingest/peer {result['cpu_ingest_vs_peer']}x, "
+          f"vs baseline {result.get('cpu_speedup_vs_baseline')}x")
     if "baseline" in timed:
         print(f"baseline ({runs['baseline']}): {result['baseline_images_per_s']} img/s, marginal "
               f"{result['baseline_marginal_images_per_s']}; "
