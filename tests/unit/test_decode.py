@@ -127,6 +127,7 @@ def test_fast_jpeg_path_gives_pillows_draft_pixels_bit_for_bit(mode, size):
     ref = Image.open(io.BytesIO(data))
     ref.draft("RGB" if mode == "RGB" else None, (SIZE, SIZE))
     assert dec._fast_jpeg(data, ref) is not None  # this JPEG takes the fast path
+    assert dec._plain_jpeg(data, SIZE, 10**9) is not None  # and needs no Pillow header parse
     slow = dec.resize_rgb(ref.convert("RGB"), (SIZE, SIZE))
     assert np.array_equal(fast.pixels, slow)
     assert fast.thumb.shape[:2] == (round(h * SIZE / max(w, h)), round(w * SIZE / max(w, h)))
@@ -139,3 +140,29 @@ def test_fast_jpeg_path_leaves_truncated_files_to_pillow():
     with pytest.raises(DecodeError) as info:
         decode_image(buf.getvalue()[: len(buf.getvalue()) // 2], working_size=SIZE)
     assert info.value.reason == "truncated"
+
+
+def test_jpegs_with_exif_or_icc_segments_take_pillows_path():
+    """Orientation and colour profiles live in APP1/APP2: such files must go through
+    Pillow (which honours them), never the header-less fast path."""
+    from vismerch.imaging import decode as dec
+
+    im = Image.new("RGB", (400, 300), (200, 30, 40))
+    plain, rotated, profiled = io.BytesIO(), io.BytesIO(), io.BytesIO()
+    im.save(plain, "JPEG")
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate 90: the upright image is 300 x 400
+    im.save(rotated, "JPEG", exif=exif.tobytes())
+    from PIL import ImageCms
+
+    srgb = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    im.save(profiled, "JPEG", icc_profile=srgb)
+    assert dec._plain_jpeg(plain.getvalue(), SIZE, 10**9) is not None
+    assert dec._plain_jpeg(rotated.getvalue(), SIZE, 10**9) is None
+    assert dec._plain_jpeg(profiled.getvalue(), SIZE, 10**9) is None
+    assert dec._plain_jpeg(plain.getvalue(), SIZE, 400 * 300 - 1) is None  # over the limit
+    decoded = decode_image(rotated.getvalue(), working_size=SIZE, thumb_size=SIZE)
+    assert (decoded.width, decoded.height) == (300, 400)
+    with pytest.raises(DecodeError) as info:
+        decode_image(plain.getvalue(), working_size=SIZE, max_pixels=400 * 300 - 1)
+    assert info.value.reason == "too-many-pixels"
