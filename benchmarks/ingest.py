@@ -1,15 +1,19 @@
 """Ingest throughput against its floor and a common peer, same run, same worker count.
 
-(a) floor: read + decode at the working size (Pillow draft mode), nothing else;
+(a) floor: Pillow ``Image.open(path)`` + ``draft("RGB", working size)`` + ``load()``,
+    nothing else (no resize to the exact working size, no colour management);
 (b) vismerch: full ingest into a fresh store (hash, decode, thumbnails, colour backend,
-    shards, SQLite commits, audit, index, duplicates);
-(c) peer: imagehash.phash + fast-colorthief dominant colour (the C++ port), each image
-    decoded once with Pillow.
+    shards, SQLite commits, audit, index, duplicates); "marginal" leaves out the driver's
+    derive step after the tasks (index, duplicates: not per-image work);
+(c) peer: ``imagehash.phash(Image.open(path))`` + ``fast_colorthief.get_dominant_color(path,
+    10)``, each given the file path, as users call them (each decodes the file itself).
+With ``--baseline-src DIR`` (a ``src`` folder of an older commit, e.g. from ``git archive``)
+the same ingest also runs on that code in the same run, for a same-run speed-up.
 Then the scale run (benchmarks/scale.py): duplicates and index build over 1,000,000
 synthetic hashes/vectors.
 
     python benchmarks/ingest.py [--n 2000] [--workers 2] [--thumb-format webp|jpeg]
-                                [--scale-n 1000000] [--json out.json]
+                                [--baseline-src DIR] [--scale-n 1000000] [--json out.json]
 """
 
 from __future__ import annotations
@@ -35,27 +39,31 @@ def _init(threads: int = 1) -> None:
     torch.set_num_threads(threads)
 
 
-def _decode_only(paths: list[str], working_size: int) -> int:
-    from vismerch.imaging.decode import decode_image
-
-    for path in paths:
-        with open(path, "rb") as fh:
-            decode_image(fh.read(), working_size=working_size, thumb_size=None)
-    return len(paths)
-
-
-def _peer(paths: list[str]) -> int:
-    import fast_colorthief
-    import imagehash
-    import numpy as np
+def _decode_only(paths: list[str], working_size: int) -> tuple[int, float]:
+    """The pure floor: open, draft to about the working size, load. Nothing else.
+    Returns (images, this process's CPU seconds)."""
     from PIL import Image
 
+    cpu = time.process_time()
     for path in paths:
         with Image.open(path) as im:
-            rgba = np.asarray(im.convert("RGBA"))
+            im.draft("RGB", (working_size, working_size))
+            im.load()
+    return len(paths), time.process_time() - cpu
+
+
+def _peer(paths: list[str]) -> tuple[int, float]:
+    """phash and fast-colorthief as users call them: each given the file path."""
+    import fast_colorthief
+    import imagehash
+    from PIL import Image
+
+    cpu = time.process_time()
+    for path in paths:
+        with Image.open(path) as im:
             imagehash.phash(im)
-        fast_colorthief.get_dominant_color(rgba, 10)
-    return len(paths)
+        fast_colorthief.get_dominant_color(path, 10)
+    return len(paths), time.process_time() - cpu
 
 
 def _chunks(items: list[str], n: int) -> list[list[str]]:
@@ -63,12 +71,14 @@ def _chunks(items: list[str], n: int) -> list[list[str]]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def _timed_pool(pool: ProcessPoolExecutor, fn, paths: list[str], workers: int, *args) -> float:
+def _timed_pool(pool: ProcessPoolExecutor, fn, paths: list[str], workers: int, *args
+                ) -> tuple[float, float]:
+    """(wall seconds, worker CPU seconds summed) of ``fn`` over ``paths`` on the pool."""
     start = time.perf_counter()
     futures = [pool.submit(fn, chunk, *args) for chunk in _chunks(paths, workers)]
-    done = sum(f.result() for f in futures)
-    assert done == len(paths)
-    return time.perf_counter() - start
+    results = [f.result() for f in futures]
+    assert sum(n for n, _ in results) == len(paths)
+    return time.perf_counter() - start, sum(cpu for _, cpu in results)
 
 
 def micro_costs(paths: list[str], working_size: int, n: int = 256) -> dict:
@@ -84,6 +94,7 @@ def micro_costs(paths: list[str], working_size: int, n: int = 256) -> dict:
     from vismerch.catalog.store import THUMB_FORMATS
     from vismerch.features.colour import ColourBackend
     from vismerch.imaging.decode import decode_image, resize_rgb
+    from vismerch.pipeline.runner import encode_thumb
 
     torch.set_num_threads(1)
     datas = [Path(p).read_bytes() for p in paths[:n]]
@@ -112,17 +123,19 @@ def micro_costs(paths: list[str], working_size: int, n: int = 256) -> dict:
     for start in range(0, len(pixels), 64):
         backend.encode_images(pixels[start:start + 64], profile=profile)
     out["colour_stages_ms"] = {k: round(v / len(pixels) * 1e3, 3) for k, v in profile.items()}
-    thumbs = [Image.fromarray(p) for p in pixels]
-    for fmt, (_, pillow_format, options) in THUMB_FORMATS.items():
+    out["decode_vismerch_ms"] = per_image(
+        lambda d: decode_image(d, working_size=working_size, thumb_size=None), datas)
+    for fmt in THUMB_FORMATS:  # as ingest encodes them: from the working-size array
         sizes: list[int] = []
 
-        def encode(im, pillow_format=pillow_format, options=options, sizes=sizes):
-            buf = io.BytesIO()
-            im.save(buf, pillow_format, **options)
-            sizes.append(buf.tell())
+        def encode(arr, fmt=fmt, sizes=sizes):
+            sizes.append(len(encode_thumb(arr, fmt)))
 
-        out[f"thumb_{fmt}_ms"] = per_image(encode, thumbs)
+        out[f"thumb_{fmt}_ms"] = per_image(encode, list(pixels))
         out[f"thumb_{fmt}_bytes"] = int(np.mean(sizes))
+        # what a browser pays to show it: Pillow's decode of the file, one thread
+        blobs = [encode_thumb(arr, fmt) for arr in pixels[:64]]
+        out[f"thumb_{fmt}_decode_ms"] = per_image(lambda b: Image.open(io.BytesIO(b)).load(), blobs)
     return out
 
 
@@ -141,11 +154,95 @@ def make_catalog(root: Path, n: int, size: int) -> Path:
     return root
 
 
+_INGEST_CHILD = """
+import json, shutil, sys, time
+from pathlib import Path
+from vismerch.config import load_settings
+from vismerch.pipeline.distributors.local import LocalDistributor
+from vismerch.pipeline.ingest import ingest
+folder, store, workers, fmt = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+shutil.rmtree(store, ignore_errors=True)
+settings = load_settings()
+if fmt:  # else the code's own default (a baseline keeps its own)
+    settings = settings.replace(thumb_format=fmt)
+distributor = LocalDistributor(workers=workers)
+distributor.warm_up()
+try:
+    start = time.perf_counter()
+    summary = ingest(folder, store, settings=settings, workers=workers, distributor=distributor,
+                     progress=False)
+    seconds = time.perf_counter() - start
+finally:
+    distributor.close()
+print("RESULT" + json.dumps({"seconds": seconds, "phases": summary.phases,
+                             "ingested": summary.ingested, "thumb_format": settings.thumb_format}))
+"""
+
+
+_WORKER_CPU_CHILD = """
+import shutil, sys, tempfile, time
+from pathlib import Path
+import torch
+torch.set_num_threads(1)
+from vismerch.config import load_settings
+from vismerch.pipeline.tasks import BackendSpec, IngestSpec, Task, TaskItem
+from vismerch.pipeline.worker import run_task
+fmt, paths = sys.argv[1], [Path(p) for p in sys.argv[2:]]
+settings = load_settings()
+if fmt:
+    settings = settings.replace(thumb_format=fmt)
+store = Path(tempfile.mkdtemp())
+spec = IngestSpec(str(store), (BackendSpec("colour"),), tuple(sorted(settings.as_dict().items())),
+                  "cpu", 1)
+def task(i, ps):
+    return Task(i, [TaskItem(p.name, str(p), p.stat().st_size, p.stat().st_mtime) for p in ps])
+best = float("inf")
+for r in range(4):  # the first warms up (imports, lattices, page cache)
+    shutil.rmtree(store, ignore_errors=True)
+    for sub in ("features/colour", "thumbs"):
+        (store / sub).mkdir(parents=True)
+    cpu = time.process_time()
+    run_task(task(r, paths), spec)
+    if r:
+        best = min(best, (time.process_time() - cpu) / len(paths))
+shutil.rmtree(store, ignore_errors=True)
+print("RESULT", best)
+"""
+
+
+def _worker_cpu(src: Path, paths: list[str], thumb_format: str) -> float:
+    """CPU seconds per image of one worker's per-image path (``run_task``) with the code in
+    ``src``: robust to a busy machine, unlike wall time."""
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    done = subprocess.run([sys.executable, "-c", _WORKER_CPU_CHILD, thumb_format, *paths],
+                          env=env, capture_output=True, text=True, check=False)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT")), None)
+    if done.returncode or line is None:
+        raise SystemExit(f"worker CPU with {src} failed:\n{done.stderr[-3000:]}")
+    return float(line.split()[1])
+
+
+def _timed_ingest(src: Path, folder: Path, store: Path, workers: int, thumb_format: str) -> dict:
+    """One full ingest of ``folder`` into a fresh store by the code in ``src`` (a child
+    process with PYTHONPATH=src, so an older commit's code can run in the same benchmark);
+    the pool is warmed up before the clock starts."""
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    done = subprocess.run([sys.executable, "-c", _INGEST_CHILD, str(folder), str(store),
+                           str(workers), thumb_format], env=env, capture_output=True, text=True,
+                          check=False)
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT")), None)
+    if done.returncode or line is None:
+        raise SystemExit(f"ingest with {src} failed:\n{done.stderr[-3000:]}")
+    return json.loads(line[len("RESULT"):])
+
+
 def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
-        thumb_format: str | None = None) -> dict:
+        thumb_format: str | None = None, baseline_src: Path | None = None, repeat: int = 2) -> dict:
     from vismerch.config import load_settings
-    from vismerch.pipeline.distributors.local import LocalDistributor
-    from vismerch.pipeline.ingest import ingest
 
     settings = load_settings()
     if thumb_format:
@@ -156,30 +253,47 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
     print(f"{len(images)} {size}x{size} JPEGs, {workers} worker(s), working size {settings.working_size}, "
           f"{settings.thumb_format} thumbnails")
 
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init) as pool:
-        list(pool.map(_init, [1] * workers))  # warm: imports done before timing
-        _timed_pool(pool, _decode_only, images[:workers * 8], workers, settings.working_size)  # page cache
-        floor_s = _timed_pool(pool, _decode_only, images, workers, settings.working_size)
-        peer_s = _timed_pool(pool, _peer, images, workers)
-
-    store = out_dir / "bench-store"
-    shutil.rmtree(store, ignore_errors=True)
-    distributor = LocalDistributor(workers=workers)
-    distributor.warm_up()
     # ingest the folder of JPEGs (not the manifest) so all three read the same files
     folder = out_dir / f"jpegs-{n}-{size}"
     if not folder.exists():
         folder.mkdir(parents=True)
         for path in images:
             os.link(path, folder / Path(path).name)
-    try:
-        start = time.perf_counter()
-        summary = ingest(folder, store, settings=settings, workers=workers, distributor=distributor,
-                         progress=False)
-        ingest_s = time.perf_counter() - start
-    finally:
-        distributor.close()
+    runs = {"ingest": HERE.parent / "src"}
+    if baseline_src is not None:
+        runs["baseline"] = Path(baseline_src).resolve()
+    # every pipeline runs ``repeat`` times, interleaved, and keeps its best (shortest) time:
+    # on a shared machine a burst of other work then slows one round, not one pipeline
+    floor_s = peer_s = float("inf")
+    cpu: dict[str, float] = {}
+    timed: dict[str, dict] = {}
+    rounds: list[dict] = []
+    ctx = multiprocessing.get_context("spawn")
+    for _ in range(repeat):
+        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init) as pool:
+            list(pool.map(_init, [1] * workers))  # warm: imports done before timing
+            _timed_pool(pool, _decode_only, images[:workers * 8], workers, settings.working_size)
+            one, cpu_one = {}, {}
+            one["floor"], cpu_one["floor"] = _timed_pool(pool, _decode_only, images, workers,
+                                                         settings.working_size)
+            one["peer"], cpu_one["peer"] = _timed_pool(pool, _peer, images, workers)
+        for label, src in runs.items():
+            t = _timed_ingest(src, folder, out_dir / f"bench-store-{label}", workers,
+                              thumb_format or "")
+            one[label] = t["seconds"]
+            one[f"{label}_marginal"] = t["seconds"] - t["phases"].get("derive", 0.0)
+            if label not in timed or t["seconds"] < timed[label]["seconds"]:
+                timed[label] = t
+        for label, src in runs.items():
+            cpu_one[f"{label}_worker"] = _worker_cpu(src, images[:256], thumb_format or "")
+        for k, v in cpu_one.items():  # CPU seconds per image; best round
+            per = v / (len(images) if k in ("floor", "peer") else 1.0)
+            cpu[k] = min(cpu.get(k, float("inf")), per)
+        floor_s, peer_s = min(floor_s, one["floor"]), min(peer_s, one["peer"])
+        rounds.append({k: round(v, 3) for k, v in one.items()})
+        print("round", len(rounds), rounds[-1], flush=True)
+    ingest_s = timed["ingest"]["seconds"]
+    summary_phases = timed["ingest"]["phases"]
 
     count = len(images)
     result = {
@@ -194,9 +308,29 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
         "peer_images_per_s": round(count / peer_s, 1),
         "ingest_vs_floor": round(floor_s / ingest_s, 3),
         "ingest_vs_peer": round(peer_s / ingest_s, 2),
-        "ingested": summary.ingested,
-        "phases_worker_seconds": summary.phases,
+        "ingested": timed["ingest"]["ingested"],
+        "phases_worker_seconds": summary_phases,
+        "repeat": repeat,
+        # CPU seconds per image (process_time: what the work costs, not what a busy machine
+        # lets it have): the floor and peer in the pool, ingest's per-image worker path
+        # (run_task: read, hash, decode, thumbnail, colour backend, shard, names) on 256
+        # images in one process. Marginal throughput on W free cores = W / these.
+        "cpu_ms_per_image": {k: round(v * 1e3, 3) for k, v in cpu.items()},
+        "cpu_ingest_vs_floor": round(cpu["floor"] / cpu["ingest_worker"], 3),
+        "cpu_ingest_vs_peer": round(cpu["peer"] / cpu["ingest_worker"], 2),
+        "rounds_seconds": rounds,
     }
+    for label, t in timed.items():  # marginal: the per-image work, without derive
+        marginal = t["seconds"] - t["phases"].get("derive", 0.0)
+        result[f"{label}_marginal_images_per_s"] = round(count / marginal, 1)
+    result["ingest_marginal_vs_floor"] = round(floor_s / (ingest_s - summary_phases.get("derive", 0.0)), 3)
+    if "baseline_worker" in cpu:
+        result["cpu_speedup_vs_baseline"] = round(cpu["baseline_worker"] / cpu["ingest_worker"], 2)
+    if "baseline" in timed:
+        result["baseline_images_per_s"] = round(count / timed["baseline"]["seconds"], 1)
+        result["baseline_phases_worker_seconds"] = timed["baseline"]["phases"]
+        result["marginal_speedup_vs_baseline"] = round(
+            result["ingest_marginal_images_per_s"] / result["baseline_marginal_images_per_s"], 2)
     # the planner reads this record (vismerch plan --calibrate): CPU decode rate per core
     result["schema"] = "vismerch.bench/1"
     result["results"] = [{
@@ -205,14 +339,22 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
         "note": f"{size}x{size} JPEG to {settings.working_size}px with draft mode, {workers} workers",
     }]
     result["micro_one_thread"] = micro_costs(images, settings.working_size)
-    busy = sum(v for k, v in summary.phases.items() if k != "derive")
+    busy = sum(v for k, v in summary_phases.items() if k != "derive")
     print(f"\n{'pipeline':<28}{'images/s':>10}")
     print(f"{'(a) decode only (floor)':<28}{result['floor_images_per_s']:>10}")
     print(f"{'(b) vismerch full ingest':<28}{result['ingest_images_per_s']:>10}")
     print(f"{'(c) imagehash+colorthief':<28}{result['peer_images_per_s']:>10}")
     print(f"ingest / floor = {result['ingest_vs_floor']}   ingest / peer = {result['ingest_vs_peer']}x")
+    print(f"marginal (no derive): {result['ingest_marginal_images_per_s']} img/s")
+    print(f"CPU ms per image: {result['cpu_ms_per_image']}; ingest/floor "
+          f"{result['cpu_ingest_vs_floor']}, ingest/peer {result['cpu_ingest_vs_peer']}x, "
+          f"vs baseline {result.get('cpu_speedup_vs_baseline')}x")
+    if "baseline" in timed:
+        print(f"baseline ({runs['baseline']}): {result['baseline_images_per_s']} img/s, marginal "
+              f"{result['baseline_marginal_images_per_s']}; "
+              f"speed-up {result['marginal_speedup_vs_baseline']}x")
     print("\nwhere ingest time goes (worker-seconds; derive is in the driver):")
-    for phase, seconds in sorted(summary.phases.items(), key=lambda kv: -kv[1]):
+    for phase, seconds in sorted(summary_phases.items(), key=lambda kv: -kv[1]):
         share = f"{seconds / busy:6.1%}" if phase != "derive" and busy else "      "
         print(f"  {phase:<16}{seconds:8.2f}s {share}")
     print("\none thread, ms per image (micro_one_thread in the JSON):")
@@ -235,12 +377,17 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--thumb-format", choices=["webp", "jpeg"], default=None,
                         help="thumbnail format for the ingest (default: the thumb_format setting)")
+    parser.add_argument("--baseline-src", type=Path, default=None,
+                        help="also ingest with the code in this src folder (same run)")
+    parser.add_argument("--repeat", type=int, default=2,
+                        help="rounds (interleaved); each pipeline keeps its best time")
     parser.add_argument("--scale-n", type=int, default=1_000_000)
     parser.add_argument("--out", type=Path, default=HERE / "out")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    result = run(args.n, args.workers, args.scale_n, args.out, args.size, args.thumb_format)
+    result = run(args.n, args.workers, args.scale_n, args.out, args.size, args.thumb_format,
+                 args.baseline_src, args.repeat)
     path = args.json or args.out / "ingest.json"
     path.write_text(json.dumps(result, indent=2, default=str))
     print(f"\nwrote {path}")

@@ -30,7 +30,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_image_bytes", int, 256 * 1024 * 1024, "Refuse image files larger than this many bytes (reason too-large) before reading them; each file is read with this cap, never unbounded. 256 MiB holds any product photo and most uncompressed TIFF masters; 0 turns the cap off."),
     Setting("working_size", int, 256, "Images are decoded straight to this square size for feature extraction."),
     Setting("thumb_size", int, 256, "Longest side of the thumbnails kept in the store (at most working_size; a square image at the working size is stored as is); 0 makes none."),
-    Setting("thumb_format", str, "webp", "Thumbnail format: webp (about a third smaller) or jpeg (about 5x faster to encode); benchmarks/ingest.py prints both per 256 px thumbnail (0.19 vs 1.02 ms, 5.6 vs 3.9 KB on the sample shots)."),
+    Setting("thumb_format", str, "jpeg", "Thumbnail format: jpeg (quality 80, 4:2:0: about 5x faster to encode and to decode in a browser) or webp (about a quarter smaller); benchmarks/ingest.py prints both per 256 px thumbnail (about 0.2 vs 1.1 ms, 4.9 vs 3.7 KB on the sample shots)."),
     # downloads (manifest rows whose image is an http(s)://, s3://, gs:// or file:// URL)
     Setting("fetch_timeout", float, 10.0, "Downloads: seconds to connect, and the longest wait for the next bytes of an answer (reason fetch-timeout)."),
     Setting("fetch_deadline", float, 60.0, "Downloads: seconds one attempt at one image may take in all, so a server that drips bytes cannot hold a worker (reason fetch-timeout)."),

@@ -42,9 +42,13 @@ def _json(args):
 
 def test_tags_json_shape(store):
     tags = _json(["tags", str(store), "--json"])
-    assert tags and all(set(t) == {"id", "colours", "flags"} for t in tags)
+    assert tags and all(set(t) == {"id", "colours", "multicolour", "flags"} for t in tags)
     first = next(t for t in tags if t["colours"])
     assert set(first["colours"][0]) == {"name", "hex", "weight"}
+    # multicolour is its own field: the colour list holds measured colours only, and the
+    # verdict is that no colour covers the default 55% of the product
+    assert all(c["name"] != "multicolour" and len(c["hex"]) == 7 for t in tags for c in t["colours"])
+    assert all(t["multicolour"] == (t["colours"][0]["weight"] < 0.55) for t in tags if t["colours"])
     assert all(set(f) == {"name", "value"} for t in tags for f in t["flags"])
 
 
@@ -66,7 +70,7 @@ def test_similar_and_colour_search_json(store):
     assert all(set(h) == {"id", "score"} for h in hits)
     assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
     named = [t["colours"][0]["name"] for t in tags if t["colours"]]
-    colour = next(name for name in named if name != "multicolour")
+    colour = named[0]
     found = _json(["search", str(store), "--colour", colour, "-k", "3", "--json"])
     assert len(found) == 3 and all(set(h) == {"id", "score"} for h in found)
     by_hex = _json(["search", str(store), "--colour", "#1f2a4d", "-k", "3", "--json"])

@@ -124,24 +124,28 @@ def test_a_new_colour_feature_version_refeatures_the_store(folder, tmp_path, mon
     assert upgraded.ingested == first.ingested and upgraded.skipped == 0
 
 
-def test_thumbnails_are_webp_by_default_and_jpeg_on_request(tmp_path):
+def test_thumbnails_are_jpeg_by_default_and_webp_on_request(tmp_path):
     from PIL import Image
 
     from vismerch.config import load_settings
     from vismerch.errors import UsageError
 
     cat = small_catalog(tmp_path / "cat", n=4, seed=3, corrupt=False, flawed=False, duplicates=False)
-    ingest(cat.manifest_path, tmp_path / "webp", workers=1, progress=False)
-    jpeg = load_settings().replace(thumb_format="jpeg")
-    ingest(cat.manifest_path, tmp_path / "jpeg", workers=1, progress=False, settings=jpeg)
+    ingest(cat.manifest_path, tmp_path / "jpeg", workers=1, progress=False)
+    webp = load_settings().replace(thumb_format="webp")
+    ingest(cat.manifest_path, tmp_path / "webp", workers=1, progress=False, settings=webp)
     for name, fmt in (("webp", "WEBP"), ("jpeg", "JPEG")):
         with Store.open(tmp_path / name) as store:
             paths = [store.thumb_path(p.id) for p in store.products()]
+            products = {p.id: p for p in store.products()}
         assert len(paths) == 4 and all(paths)
-        for path in paths:
+        for pid, path in zip(products, paths, strict=True):
             with Image.open(path) as im:
                 assert im.format == fmt and max(im.size) <= load_settings().thumb_size
-    with pytest.raises(UsageError, match="thumb_format must be one of webp, jpeg"):
+                # aspect of the original kept (portrait shots stay portrait)
+                p = products[pid]
+                assert abs(im.width / im.height - p.width / p.height) < 0.02
+    with pytest.raises(UsageError, match="thumb_format must be one of jpeg, webp"):
         ingest(cat.manifest_path, tmp_path / "bad", progress=False,
                settings=load_settings().replace(thumb_format="png"))
     assert not (tmp_path / "bad").exists()
@@ -162,7 +166,8 @@ def test_changed_thresholds_rejudge_stored_images_on_the_next_ingest(tmp_path):
         with Store.open(store_dir) as store:
             derived = json.loads(store.get_meta("derived"))
             return ({pid: {f["name"] for f in flags} for pid, flags in store.quality().items()},
-                    {t["id"]: [c["name"] for c in t["colours"]] for t in store.tags()},
+                    {t["id"]: ([c["name"] for c in t["colours"]], t["multicolour"])
+                     for t in store.tags()},
                     derived["redescribed"])
 
     before, colours_before, redescribed = flagged()
@@ -174,11 +179,12 @@ def test_changed_thresholds_rejudge_stored_images_on_the_next_ingest(tmp_path):
     after, colours_after, redescribed = flagged()
     assert redescribed == 6
     assert len(after) == 6 and all("low-resolution" in f for f in after.values())
-    # a single name must now cover the whole product: every item of 2+ colours is multicolour
-    for pid, names in colours_after.items():
-        named = [n for n in colours_before[pid] if n != "multicolour"]
-        assert names == (["multicolour", *named] if len(named) > 1 else named)
-    assert any(names[0] == "multicolour" for names in colours_after.values())
+    # a single name must now cover the whole product: every item of 2+ colours is multicolour,
+    # a verdict of its own; the colour list itself is unchanged
+    for pid, (names, multi) in colours_after.items():
+        assert names == colours_before[pid][0]
+        assert multi == (len(names) > 1)
+    assert any(multi for _, multi in colours_after.values())
     ingest(cat.manifest_path, store_dir, workers=1, progress=False, settings=strict)
     assert flagged()[2] == 0  # same rules: nothing to re-judge
 
@@ -231,3 +237,59 @@ def test_changed_metadata_of_an_unchanged_image_is_updated_on_the_next_run(tmp_p
     assert after[ids[1]].brand is None and before[ids[1]].brand
     assert after[ids[2]].price == 12.5
     assert after[ids[3]] == before[ids[3]]
+
+
+def test_multicolour_is_its_own_field_in_tags_api_filters_and_migrated_stores(tmp_path):
+    """multicolour is a verdict beside the colour list (tags, the API's product models, the
+    colour filter and facets), and a store written with the old pseudo-colour (rank 0,
+    weight 1.0, empty hex) is migrated to the same answer on open."""
+    import sqlite3
+
+    from vismerch.config import load_settings
+    from vismerch.service import catalog as service_catalog
+    from vismerch.service.workspace import Workspace
+
+    cat = small_catalog(tmp_path / "cat", n=8, seed=5, corrupt=False, flawed=False, duplicates=False)
+    store_dir = tmp_path / "store"
+    every_two_colour_item = load_settings().replace(multicolour_max_weight=0.98)
+    ingest(cat.manifest_path, store_dir, workers=1, progress=False, settings=every_two_colour_item)
+    with Store.open(store_dir) as store:
+        tags = {t["id"]: t for t in store.tags()}
+    multi = {pid for pid, t in tags.items() if t["multicolour"]}
+    assert multi and multi != set(tags)  # the sample has plain and patterned items
+    for t in tags.values():
+        assert all(c["name"] != "multicolour" and c["hex"] for c in t["colours"])
+        assert t["multicolour"] == (t["colours"][0]["weight"] < 0.98)
+
+    with Workspace.open(store_dir, every_two_colour_item) as ws:
+        page = service_catalog.list_products(ws, limit=100)
+        assert {p.id for p in page.items if p.multicolour} == multi
+        assert all(p.colour == tags[p.id]["colours"][0]["name"] for p in page.items)
+        only = service_catalog.list_products(ws, colour="multicolour", limit=100)
+        assert {p.id for p in only.items} == multi
+        facets = {f.value: f.count for f in service_catalog.facets(ws).colour}
+        assert facets["multicolour"] == len(multi)
+        pid = sorted(multi)[0]
+        assert service_catalog.product_detail(ws, pid, similar_k=0).multicolour
+        assert [t.multicolour for t in service_catalog.tags(ws)] == [tags[i]["multicolour"]
+                                                                   for i in sorted(tags)]
+
+    # an older store: the verdict as a rank-0 pseudo-colour and no multicolour table; then
+    # the migration that moves it (found by what it creates, whatever its number at merge)
+    from vismerch.catalog.schema import MIGRATIONS
+
+    migration = next(m for m in MIGRATIONS if "CREATE TABLE multicolour" in m)
+    con = sqlite3.connect(store_dir / "store.sqlite")
+    shas = [r[0] for r in con.execute("SELECT sha256 FROM multicolour")]
+    for sha in shas:
+        con.execute("UPDATE colours SET rank = rank + 100 WHERE sha256 = ?", (sha,))
+        con.execute("UPDATE colours SET rank = rank - 99 WHERE sha256 = ?", (sha,))
+        con.execute("INSERT INTO colours VALUES (?, 0, 'multicolour', '', 1.0)", (sha,))
+    con.execute("DROP TABLE multicolour")
+    for statement in migration.split(";"):
+        if statement.strip():
+            con.execute(statement)
+    con.commit()
+    con.close()
+    with Store.open(store_dir) as store:
+        assert {t["id"]: t for t in store.tags()} == tags

@@ -19,10 +19,11 @@ from vismerch.features.colour import (
     ColourBackend,
     colour_names,
     dominant_colour,
+    is_multicolour,
     load_colour_table,
     parse_colour,
 )
-from vismerch.features.colourspace import ciede2000_np, hex_to_lab, srgb_to_lab
+from vismerch.features.colourspace import ciede2000_np, hex_to_lab, parse_hex, srgb_to_lab
 from vismerch.features.quality import METRIC_NAMES
 
 S = 256
@@ -188,12 +189,14 @@ def test_fifty_fifty_item_is_multicolour():
     img = paint(mask & left, (40, 80, 180))
     img[mask & ~left] = (245, 210, 50)
     names = names_of(encode(jpeg(img)))
-    assert names[0].name == MULTICOLOUR and names[0].weight == 1.0
-    assert {c.name for c in names[1:3]} == {"blue", "yellow"}
+    assert is_multicolour(names, 0.55)
+    # the verdict is not a colour: the list holds only measured, named colours
+    assert {c.name for c in names[:2]} == {"blue", "yellow"}
+    assert all(c.name != MULTICOLOUR and c.hex.startswith("#") for c in names)
     # the rule itself: threshold above the heaviest share -> multicolour, below -> not
     lab = np.array([[50.0, 0.0, -50.0], [90.0, 0.0, 80.0]])
-    assert colour_names(lab, [0.5, 0.5], multicolour_max_weight=0.55)[0][0].name == MULTICOLOUR
-    assert colour_names(lab, [0.7, 0.3], multicolour_max_weight=0.55)[0][0].name != MULTICOLOUR
+    assert is_multicolour(colour_names(lab, [0.5, 0.5])[0], multicolour_max_weight=0.55)
+    assert not is_multicolour(colour_names(lab, [0.7, 0.3])[0], multicolour_max_weight=0.55)
 
 
 def test_names_merge_clusters_of_the_same_name():
@@ -372,3 +375,60 @@ def test_cuda_matches_cpu():
     assert np.allclose(cpu.columns["palette_weight"], gpu.columns["palette_weight"], atol=0.02)
     for i in range(len(images)):
         assert names_of(cpu, i)[0].name == names_of(gpu, i)[0].name
+
+
+# ---------------------------------------------------------------- light, shadow, outlines
+
+
+def _shaded(colour, bg=WHITE, **strength) -> np.ndarray:
+    """A shirt in ``colour`` rendered with volume, a light ramp and glossy highlights by
+    the sample generator's shader (fixed strengths: a hard case, not a random one)."""
+    from vismerch.catalog._sample_shading import Shading, shade
+
+    mask = Image.fromarray((shirt_mask() * 255).astype(np.uint8))
+    s = Shading(**{"light_azimuth": 220.0, "light_elevation": 40.0, "relief": 1.5,
+                   "ambient": 0.25, "ramp": 0.25, "specular": 0.7, "shininess": 80.0,
+                   "outline_px": 0, "outline_level": 20, **strength})
+    flat = Image.new("RGB", (S, S), tuple(colour))
+    product = np.asarray(shade(flat, mask, s))
+    img = np.empty((S, S, 3), np.uint8)
+    img[:] = bg
+    img[shirt_mask()] = product[shirt_mask()]
+    return jpeg(img)
+
+
+@pytest.mark.parametrize("hex_, name", [("#c8202c", "red"), ("#1f2a4d", "navy"),
+                                        ("#6e4a2f", "brown"), ("#2f5fb3", "blue"),
+                                        ("#f5d833", "yellow"), ("#2e8b3e", "green")])
+def test_light_and_shadow_do_not_change_the_name(hex_, name):
+    rgb = parse_hex(hex_)
+    flat = names_of(encode(jpeg(paint(shirt_mask(), rgb))))
+    shaded = names_of(encode(_shaded(rgb)))
+    assert flat[0].name == name
+    assert shaded[0].name == name, [(c.name, c.weight) for c in shaded]
+
+
+def test_a_thin_dark_outline_is_not_the_products_colour():
+    mask = shirt_mask()
+    for rgb, name in (((200, 32, 44), "red"), ((245, 216, 51), "yellow")):
+        img = _shaded(rgb, outline_px=3, specular=0.0)
+        names = names_of(encode(img))
+        assert names[0].name == name and names[0].weight >= 0.9, [(c.name, c.weight) for c in names]
+        assert all(c.name not in ("black", "charcoal") for c in names)
+    # a black product keeps its black edge: the interior is dark too
+    black = names_of(encode(jpeg(paint(mask, (26, 26, 26)))))
+    assert black[0].name == "black" and black[0].weight > 0.9
+
+
+def test_surfaces_group_shades_of_one_colour_and_keep_real_colours_apart():
+    from vismerch.features.colournames import surfaces
+
+    red, shadow, blend = hex_to_lab("#c8202c"), hex_to_lab("#7a1a22"), hex_to_lab("#e88a90")
+    assert surfaces(np.stack([red, shadow, blend]), np.array([0.5, 0.3, 0.2])) == [[0, 1, 2]]
+    navy, white = hex_to_lab("#1f2a4d"), hex_to_lab("#f7f7f5")
+    assert surfaces(np.stack([navy, white]), np.array([0.6, 0.4])) == [[0], [1]]
+    black = hex_to_lab("#1a1a1a")
+    assert surfaces(np.stack([white, black]), np.array([0.5, 0.5])) == [[0], [1]]
+    # a shaded red names the surface by its lit, saturated tone and carries its weight
+    named = colour_names(np.stack([shadow, red, blend]), np.array([0.45, 0.4, 0.15]))[0]
+    assert [(c.name, c.weight) for c in named] == [("red", 1.0)]

@@ -49,10 +49,10 @@ def test_tricky_files_decode_to_the_expected_colours(tricky):
             assert np.abs(got - np.array(probe.rgb)).max() <= tf.tolerance + 6, (
                 f"{name} at ({probe.x}, {probe.y}): {tuple(got)} != {probe.rgb} ({tf.note})"
             )
-        assert max(decoded.thumb.size) <= 48
+        assert max(decoded.thumb.shape[:2]) <= 48 and decoded.thumb.shape[2] == 3
         # the thumbnail keeps the aspect ratio of the upright image
         w, h = tf.size
-        tw, th = decoded.thumb.size
+        th, tw = decoded.thumb.shape[:2]
         assert abs(tw / th - w / h) < 0.1, name
 
 
@@ -105,3 +105,64 @@ def test_working_resize_matches_pillows_antialiased_filter(shape):
     assert ours.shape == (SIZE, SIZE, 3) and ours.flags["C_CONTIGUOUS"]
     assert np.abs(ours - pillow).mean() < 2.5  # a nearest-neighbour resize is 6-33 off
     assert np.abs(ours - pillow).max() <= 10  # the box pre-reduce moves stripe edges a little
+
+
+@pytest.mark.parametrize("mode, size", [("RGB", (800, 800)), ("RGB", (1001, 667)), ("L", (640, 900))])
+def test_fast_jpeg_path_gives_pillows_draft_pixels_bit_for_bit(mode, size):
+    """Plain JPEGs go through libjpeg-turbo straight into numpy: the pixels must be exactly
+    those of Pillow's draft decode + the same resize (any drift would move blur, colour
+    and duplicate measurements)."""
+    from vismerch.imaging import decode as dec
+
+    rng = np.random.default_rng(1)
+    w, h = size
+    yy, xx = np.mgrid[0:h, 0:w]
+    arr = np.stack([(xx * 255 // w), (yy * 255 // h), ((xx + yy) % 64) * 4], -1).astype(np.uint8)
+    arr = np.clip(arr + rng.integers(-6, 7, arr.shape), 0, 255).astype(np.uint8)
+    im = Image.fromarray(arr if mode == "RGB" else arr[..., 0], mode)
+    buf = io.BytesIO()
+    im.save(buf, "JPEG", quality=88)
+    data = buf.getvalue()
+    fast = decode_image(data, working_size=SIZE, thumb_size=SIZE)
+    ref = Image.open(io.BytesIO(data))
+    ref.draft("RGB" if mode == "RGB" else None, (SIZE, SIZE))
+    assert dec._fast_jpeg(data, ref) is not None  # this JPEG takes the fast path
+    assert dec._plain_jpeg(data, SIZE, 10**9) is not None  # and needs no Pillow header parse
+    slow = dec.resize_rgb(ref.convert("RGB"), (SIZE, SIZE))
+    assert np.array_equal(fast.pixels, slow)
+    assert fast.thumb.shape[:2] == (round(h * SIZE / max(w, h)), round(w * SIZE / max(w, h)))
+
+
+def test_fast_jpeg_path_leaves_truncated_files_to_pillow():
+    rng = np.random.default_rng(2)
+    buf = io.BytesIO()
+    Image.fromarray((rng.random((600, 600, 3)) * 255).astype(np.uint8)).save(buf, "JPEG")
+    with pytest.raises(DecodeError) as info:
+        decode_image(buf.getvalue()[: len(buf.getvalue()) // 2], working_size=SIZE)
+    assert info.value.reason == "truncated"
+
+
+def test_jpegs_with_exif_or_icc_segments_take_pillows_path():
+    """Orientation and colour profiles live in APP1/APP2: such files must go through
+    Pillow (which honours them), never the header-less fast path."""
+    from vismerch.imaging import decode as dec
+
+    im = Image.new("RGB", (400, 300), (200, 30, 40))
+    plain, rotated, profiled = io.BytesIO(), io.BytesIO(), io.BytesIO()
+    im.save(plain, "JPEG")
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate 90: the upright image is 300 x 400
+    im.save(rotated, "JPEG", exif=exif.tobytes())
+    from PIL import ImageCms
+
+    srgb = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    im.save(profiled, "JPEG", icc_profile=srgb)
+    assert dec._plain_jpeg(plain.getvalue(), SIZE, 10**9) is not None
+    assert dec._plain_jpeg(rotated.getvalue(), SIZE, 10**9) is None
+    assert dec._plain_jpeg(profiled.getvalue(), SIZE, 10**9) is None
+    assert dec._plain_jpeg(plain.getvalue(), SIZE, 400 * 300 - 1) is None  # over the limit
+    decoded = decode_image(rotated.getvalue(), working_size=SIZE, thumb_size=SIZE)
+    assert (decoded.width, decoded.height) == (300, 400)
+    with pytest.raises(DecodeError) as info:
+        decode_image(plain.getvalue(), working_size=SIZE, max_pixels=400 * 300 - 1)
+    assert info.value.reason == "too-many-pixels"

@@ -395,3 +395,32 @@ def test_manifest_variants_and_bad_manifests(tmp_path):
     assert str(pq.read_table(bad_parquet).schema.field("price").type) == "string"
     with pytest.raises(ValueError):
         make_manifest(tmp_path / "x.csv", [], problem="nope")
+
+
+def test_shaded_catalog_keeps_the_truth_and_really_shades(tmp_path):
+    """shading=True: same products and truth colours, each shot lit with volume (its
+    product pixels spread over a wide lightness range), strengths recorded in the truth."""
+    from vismerch.catalog.sample import generate_catalog
+
+    kw = dict(n=12, seed=6, corrupt=False, flawed=False, duplicates=False, wrong_listed=False,
+              formats={"png": 1.0})
+    flat = generate_catalog(tmp_path / "flat", **kw)
+    shaded = generate_catalog(tmp_path / "shaded", shading=True, **kw)
+    t_flat, t_shaded = flat.truth()["products"], shaded.truth()["products"]
+    assert {k: v["colour"] for k, v in t_flat.items()} == {k: v["colour"] for k, v in t_shaded.items()}
+    spreads = {}
+    for name, cat, truth in (("flat", flat, t_flat), ("shaded", shaded, t_shaded)):
+        spread = []
+        for p in truth.values():
+            if p["pattern"] != "solid" or p.get("trim_colour"):
+                continue
+            with Image.open(cat.root / p["image"]) as opened:
+                if opened.mode != "RGBA":  # cut-outs only: the alpha is the product
+                    continue
+                im = np.asarray(opened, np.float32)
+            luma = im[..., :3].mean(axis=2)[im[..., 3] > 250]
+            spread.append(np.percentile(luma, 95) - np.percentile(luma, 5))
+        assert len(spread) >= 2, name
+        spreads[name] = float(np.median(spread))
+        assert all(("shading" in p) == (name == "shaded") for p in truth.values())
+    assert spreads["shaded"] > spreads["flat"] + 20, spreads

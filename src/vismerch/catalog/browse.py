@@ -11,13 +11,16 @@ from typing import Any
 
 from vismerch.catalog.store import Product, Store, _product
 
+MULTICOLOUR_NAMES = ("multicolour", "multicolor", "multi")  # the colour filter's verdict value
+
 
 @dataclass(frozen=True)
 class ProductFilter:
     """Every field is optional; all the given ones must hold."""
 
     category: str | None = None  # case-insensitive exact category
-    colour: str | None = None  # a named colour covering at least ``colour_min_share``
+    colour: str | None = None  # a named colour covering at least ``colour_min_share``,
+    # or "multicolour" for products judged multicolour
     colour_min_share: float = 0.1
     flag: str | None = None  # a quality flag name, or "any" for any flagged product
     in_stock: bool | None = None  # True: stock unknown or > 0 (as rules see it); False: <= 0
@@ -29,7 +32,9 @@ class ProductFilter:
         if self.category is not None:
             clauses.append("lower(p.category) = lower(?)")
             args.append(self.category)
-        if self.colour is not None:
+        if self.colour is not None and self.colour.strip().lower() in MULTICOLOUR_NAMES:
+            clauses.append("EXISTS (SELECT 1 FROM multicolour m WHERE m.sha256 = p.sha256)")
+        elif self.colour is not None:
             clauses.append("EXISTS (SELECT 1 FROM colours c WHERE c.sha256 = p.sha256 "
                            "AND lower(c.name) = lower(?) AND c.weight >= ?)")
             args += [self.colour, self.colour_min_share]
@@ -69,6 +74,17 @@ def count(store: Store, flt: ProductFilter) -> int:
     return int(store.db.execute(f"SELECT COUNT(*) FROM products p WHERE {where}", args).fetchone()[0])
 
 
+def multicolour_ids(store: Store, ids: list[str]) -> set[str]:
+    """The ids given that are judged multicolour."""
+    if not ids:
+        return set()
+    marks = ",".join("?" * len(ids))
+    rows = store.db.execute(
+        "SELECT p.id FROM products p JOIN multicolour m ON m.sha256 = p.sha256 "
+        f"WHERE p.id IN ({marks})", ids).fetchall()
+    return {r[0] for r in rows}
+
+
 def dominant_colours(store: Store, ids: list[str]) -> dict[str, str]:
     """Product id -> its dominant (rank 0) colour name, for the ids given."""
     if not ids:
@@ -95,8 +111,9 @@ def flag_names(store: Store, ids: list[str]) -> dict[str, list[str]]:
 
 
 def facets(store: Store, flt: ProductFilter) -> dict[str, list[tuple[str, int]]]:
-    """Counts of the products matching ``flt`` by category, dominant colour, raised flag and
-    stock state (``in``, ``out``, ``unknown``), largest first."""
+    """Counts of the products matching ``flt`` by category, dominant colour (plus
+    ``multicolour``, the products judged so, which also count under their dominant colour),
+    raised flag and stock state (``in``, ``out``, ``unknown``), largest first."""
     where, args = flt.where()
     q = store.db.execute
     out: dict[str, list[tuple[str, int]]] = {}
@@ -106,6 +123,11 @@ def facets(store: Store, flt: ProductFilter) -> dict[str, list[tuple[str, int]]]
     out["colour"] = [(r[0], r[1]) for r in q(
         "SELECT c.name, COUNT(*) n FROM products p JOIN colours c ON c.sha256 = p.sha256 AND c.rank = 0 "
         f"WHERE {where} GROUP BY 1 ORDER BY n DESC, 1", args)]
+    multi = q("SELECT COUNT(*) FROM products p JOIN multicolour m ON m.sha256 = p.sha256 "
+              f"WHERE {where}", args).fetchone()[0]
+    if multi:
+        out["colour"] = sorted([*out["colour"], ("multicolour", int(multi))],
+                               key=lambda vn: (-vn[1], vn[0]))
     out["flag"] = [(r[0], r[1]) for r in q(
         "SELECT q.name, COUNT(*) n FROM products p JOIN quality q ON q.sha256 = p.sha256 AND q.flagged = 1 "
         f"WHERE {where} GROUP BY 1 ORDER BY n DESC, 1", args)]
@@ -121,6 +143,10 @@ def quality_metrics(store: Store, product_id: str) -> list[dict[str, Any]]:
         "SELECT q.name, q.value, q.flagged FROM products p JOIN quality q ON q.sha256 = p.sha256 "
         "WHERE p.id = ? ORDER BY q.name", (product_id,)).fetchall()
     return [{"name": r[0], "value": round(float(r[1]), 4), "flagged": bool(r[2])} for r in rows]
+
+
+def is_multicolour(store: Store, product_id: str) -> bool:
+    return bool(multicolour_ids(store, [product_id]))
 
 
 def product_colours(store: Store, product_id: str) -> list[dict[str, Any]]:

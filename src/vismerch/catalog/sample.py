@@ -182,6 +182,7 @@ class _Item:
     dup_transform: str | None = None
     corrupt_kind: str | None = None
     listed_wrong: str | None = None
+    shading: bool = False  # realistic shading (catalog/_sample_shading.py)
 
 
 def _frame(rng, size_range, portrait_p: float) -> tuple[int, int]:
@@ -361,6 +362,12 @@ def _render(item: _Item, rng, pal: _Palette) -> tuple[Image.Image, dict, str | N
     prod, mask, main_fraction = shapes.paint(
         shape, int(round(bw)), int(round(bh)), main, pal.rgb[secondary] if secondary else None,
         pal.rgb[trim] if trim else None, item.pattern, rng)
+    shaded = None
+    if item.shading:  # volume, light ramp, highlights, outlines: catalog/_sample_shading.py
+        from vismerch.catalog import _sample_shading
+
+        shaded = _sample_shading.draw_shading(np.random.default_rng([int(rng.integers(1 << 31)), 5]))
+        prod = _sample_shading.shade(prod, mask, shaded)
     x, y = int(round(cx - prod.width / 2)), int(round(cy - prod.height / 2))
     backdrop = None
     if item.flaw == "background":
@@ -384,6 +391,7 @@ def _render(item: _Item, rng, pal: _Palette) -> tuple[Image.Image, dict, str | N
     info = {
         "secondary_colour": secondary, "trim_colour": trim or None,
         "main_fraction": round(main_fraction, 3), "fill": round(total / (fw * fh), 4),
+        **({"shading": shaded.as_dict()} if shaded else {}),
         "offset": [round(float((m.sum(0) * (np.arange(m.shape[1]) + 0.5 + x)).sum()
                                / total / fw - 0.5), 3),
                    round(float((m.sum(1) * (np.arange(m.shape[0]) + 0.5 + y)).sum()
@@ -497,13 +505,16 @@ def generate_catalog(
     wrong_listed: bool = True,
     progress: Callable[[int, int], None] | None = None,
     workers: int = 1,
+    shading: bool = False,
 ) -> SampleCatalog:
     """Write a synthetic catalog of ``n`` products with ground truth to ``out_dir``.
 
     ``clean_only=True`` (benchmarks): no flaws, corrupt files, duplicates or wrong listed
     colours; every image an 800x800 JPEG. ``formats`` maps jpeg/png/webp to weights for
     the clean shots. ``progress(done, total)`` is called after each image. ``workers > 1``
-    renders in that many processes (same bytes as one process).
+    renders in that many processes (same bytes as one process). ``shading=True`` renders
+    every product with volume, gradient light, and on some glossy highlights and thin dark
+    outlines (``catalog/_sample_shading.py``); the truth colour is unchanged.
     """
     if clean_only:
         corrupt = flawed = duplicates = wrong_listed = False
@@ -527,6 +538,8 @@ def generate_catalog(
     marker.write_text("written by vismerch.catalog.sample.generate_catalog\n")
 
     items = _plan(n, seed, corrupt, flawed, duplicates, size_range, formats, wrong_listed)
+    for it in items:
+        it.shading = shading
     order = np.random.default_rng([seed, 2]).permutation(len(items))
     ids = {items[j].index: f"P{k + 1:05d}" for k, j in enumerate(order)}
     shots = [it for it in items if it.dup_of is None]

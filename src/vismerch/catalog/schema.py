@@ -232,6 +232,18 @@ MIGRATIONS: list[str] = [
         run_id INTEGER
     );
     """,
+    # 8 (branch colour): multicolour is a verdict about the product, not a colour: it moves
+    #    out of the colour list (where it was a rank-0 pseudo-colour with weight 1.0 and an
+    #    empty hex) into its own table; the remaining colours move up one rank
+    """
+    CREATE TABLE multicolour (sha256 TEXT PRIMARY KEY);   -- images judged multicolour
+    INSERT OR IGNORE INTO multicolour (sha256)
+        SELECT sha256 FROM colours WHERE name = 'multicolour' AND hex = '';
+    DELETE FROM colours WHERE name = 'multicolour' AND hex = '';
+    -- two steps so no intermediate rank collides with one not yet moved
+    UPDATE colours SET rank = -rank WHERE sha256 IN (SELECT sha256 FROM multicolour);
+    UPDATE colours SET rank = -rank - 1 WHERE sha256 IN (SELECT sha256 FROM multicolour);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

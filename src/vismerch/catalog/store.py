@@ -5,7 +5,7 @@
 - ``features/<backend>/part-*.parquet``: append-only feature shards, written to a temp
   name and renamed, and counted only once a row in ``shards`` names them;
 - ``index/<backend>.faiss``: rebuilt from the shards after each ingest;
-- ``thumbs/<sha256>.webp`` (or ``.jpg`` with ``thumb_format = "jpeg"``): small
+- ``thumbs/<sha256>.jpg`` (or ``.webp`` with ``thumb_format = "webp"``): small
   thumbnails for reports and the UI.
 """
 
@@ -29,19 +29,24 @@ from vismerch.errors import StoreError
 
 DB_NAME = "store.sqlite"
 THUMB_FORMATS = {  # thumb_format setting -> (suffix, Pillow format, save options)
-    # WebP method 0 is libwebp's fastest; higher methods shrink files ~30% more at 3x the time
+    # JPEG q80 4:2:0 (the default): ~0.2 ms per 256 px thumbnail, ~4.9 KB; WebP method 0
+    # (libwebp's fastest): ~1.1 ms, ~3.7 KB. See docs/architecture.md for the choice.
+    "jpeg": (".jpg", "JPEG", {"quality": 80, "subsampling": "4:2:0"}),
     "webp": (".webp", "WEBP", {"quality": 80, "method": 0}),
-    "jpeg": (".jpg", "JPEG", {"quality": 85}),
 }
 THUMB_SUFFIXES = tuple(suffix for suffix, _, _ in THUMB_FORMATS.values())
 
 
 def write_description(con: sqlite3.Connection, sha: str, colours: list[tuple[str, str, float]],
-                      flags: list[tuple[str, float, bool]]) -> None:
-    """Replace one image's colour names and quality flags (inside the caller's transaction)."""
+                      flags: list[tuple[str, float, bool]], multicolour: bool = False) -> None:
+    """Replace one image's colour names, multicolour verdict and quality flags (inside the
+    caller's transaction)."""
     con.execute("DELETE FROM colours WHERE sha256 = ?", (sha,))
     con.executemany("INSERT INTO colours (sha256, rank, name, hex, weight) VALUES (?,?,?,?,?)",
                     [(sha, rank, name, hx, w) for rank, (name, hx, w) in enumerate(colours)])
+    con.execute("DELETE FROM multicolour WHERE sha256 = ?", (sha,))
+    if multicolour:
+        con.execute("INSERT INTO multicolour (sha256) VALUES (?)", (sha,))
     con.execute("DELETE FROM quality WHERE sha256 = ?", (sha,))
     con.executemany("INSERT INTO quality (sha256, name, value, flagged) VALUES (?,?,?,?)",
                     [(sha, name, value, int(flagged)) for name, value, flagged in flags])
@@ -316,6 +321,13 @@ class Store:
             )
         return out
 
+    def multicolour(self) -> set[str]:
+        """Ids of the ok products judged multicolour (no named colour holds a clear majority)."""
+        rows = self.db.execute(
+            "SELECT p.id FROM products p JOIN multicolour m ON m.sha256 = p.sha256 "
+            "WHERE p.status = 'ok'").fetchall()
+        return {row[0] for row in rows}
+
     def quality(self, flagged_only: bool = True) -> dict[str, list[dict[str, Any]]]:
         sql = (
             "SELECT p.id, q.name, q.value, q.flagged FROM products p JOIN quality q "
@@ -334,13 +346,15 @@ class Store:
     def tags(self, products: list[Product] | None = None,
              colours: dict[str, list[dict[str, Any]]] | None = None,
              flags: dict[str, list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
-        """Colours and flags per ok product; a caller that already read any of the three
-        passes it in rather than have it read again."""
+        """Colours, the multicolour verdict and flags per ok product; a caller that already
+        read any of the three passes it in rather than have it read again."""
         colours = self.colours() if colours is None else colours
         flags = self.quality() if flags is None else flags
         products = self.products() if products is None else products
+        multi = self.multicolour()
         return [
-            {"id": p.id, "colours": colours.get(p.id, []), "flags": flags.get(p.id, [])}
+            {"id": p.id, "colours": colours.get(p.id, []), "multicolour": p.id in multi,
+             "flags": flags.get(p.id, [])}
             for p in products
         ]
 

@@ -124,7 +124,8 @@ def tags_cmd(
         _print_json(data)
         return
     _table("tags", ["id", "colours", "flags"], [
-        [d["id"], ", ".join(f"{c['name']} {c['weight']:.0%}" for c in d["colours"]),
+        [d["id"], ("multicolour: " if d["multicolour"] else "")
+         + ", ".join(f"{c['name']} {c['weight']:.0%}" for c in d["colours"]),
          ", ".join(f"{f['name']} ({f['value']:g})" for f in d["flags"])]
         for d in data
     ])

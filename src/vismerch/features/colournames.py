@@ -4,14 +4,28 @@ The table (``name,hex,family[,more]`` CSV) ships as ``vismerch/data/colours.csv`
 retailer's own file replaces it. ``more`` lists extra swatches of the same name (hexes
 separated by spaces): the retail tones alone leave pure, saturated colours nearer a wrong
 neighbour (#0000ff is nearer purple than a denim blue, #00ff00 nearer mint than a
-grass green). A palette colour gets the name of the nearest swatch by CIEDE2000; palette
-clusters that get the same name are merged (weights summed, Lab averaged by weight), so a
-shaded navy shirt is one ``navy`` entry, not three.
+grass green).
 
-``multicolour``: when no single named colour holds at least ``multicolour_max_weight`` of
-the product's pixels, the list starts with a ``multicolour`` entry (weight 1.0, empty hex)
-followed by the named colours as usual. A 50/50 two-colour item is therefore multicolour
-under the default threshold (0.55: a name must cover a clear majority of the product).
+Naming works on *surfaces*, not on single palette clusters, so that light and shadow do
+not change a name. Light scales a surface's colour: its shadows, lit side and the blend
+into a specular highlight keep the hue (CIELAB hue angle) and change lightness and
+chroma. Palette clusters of one image are grouped into surfaces (complete linkage):
+chromatic clusters (chroma >= ``SURFACE_MIN_CHROMA``) whose hues are all within
+``SURFACE_HUE_DEG`` of each other, achromatic ones whose lightness is all within
+``SURFACE_GREY_DL``. A surface is named by its most body-like cluster, the one with the
+largest mass x chroma (the lit, fully saturated tone: shadows and highlight blends are
+less chromatic; for greys, mass alone), and carries the whole surface's weight. So a
+shaded red dress is ``red``, not half ``burgundy`` (its shadow) and a ``pink`` highlight
+blend, while a navy shirt with light-blue stripes stays ``navy`` (the navy holds more
+mass x chroma). Named surfaces that get the same name are merged (weights summed, Lab
+averaged by weight). Thresholds: chosen on the generated shaded catalog
+(``benchmarks/colour_eval.py``), reported on the OpenMoji set too (benchmarks/RESULTS.md).
+
+``multicolour`` is a verdict about the whole product, not a colour: ``is_multicolour``
+says a product is multicolour when no single named colour holds at least
+``multicolour_max_weight`` of its pixels. A 50/50 two-colour item is therefore multicolour
+under the default threshold (0.55: a name must cover a clear majority of the product). The
+colour list itself only ever holds measured, named colours.
 """
 
 from __future__ import annotations
@@ -33,6 +47,9 @@ from vismerch.features.colourspace import ciede2000, hex_to_lab, lab_to_hex, par
 from vismerch.features.describe import COLOUR_TABLE
 
 MULTICOLOUR = "multicolour"
+SURFACE_MIN_CHROMA = 10.0  # CIELAB chroma under which a cluster is a grey (hue is noise)
+SURFACE_HUE_DEG = 22.0  # one surface: hues within this (shadow and highlight blends drift)
+SURFACE_GREY_DL = 25.0  # one grey surface: lightness within this (white vs light grey)
 _ALIASES = {"gray": "grey", "multicolor": MULTICOLOUR, "multi": MULTICOLOUR}
 
 
@@ -169,29 +186,30 @@ def colour_names(
     palette_lab,
     palette_weight,
     table: ColourTable | None = None,
-    multicolour_max_weight: float | None = None,
 ) -> list[list[NamedColour]]:
     """Name each image's palette: one list per image, heaviest first.
 
     ``palette_lab`` (B, K, 3) or (K, 3), ``palette_weight`` (B, K) or (K,); clusters of
-    weight 0 are unused. See the module docstring for the ``multicolour`` rule.
+    weight 0 are unused. Whether the product is multicolour: ``is_multicolour``.
     """
     table = table or load_colour_table()
-    threshold = float(setting(None, "multicolour_max_weight") if multicolour_max_weight is None
-                      else multicolour_max_weight)
     lab, w = _as_batch(palette_lab, palette_weight)
     dist = ciede2000(torch.from_numpy(lab)[:, :, None, :],
                      torch.from_numpy(table.swatch_lab)[None, None]).numpy()  # (B, K, S)
     nearest = table.swatch_name[dist.argmin(axis=-1)]  # nearest swatch -> its name
-    # merge clusters by name per image; all hex strings come from one conversion at the end
-    # (a torch call per colour costs more than the naming itself)
+    # merge surfaces by name per image; all hex strings come from one conversion at the
+    # end (a torch call per colour costs more than the naming itself)
     merged_all: list[list[tuple[int, float, np.ndarray]]] = []
     for b in range(lab.shape[0]):
         merged: dict[int, tuple[float, np.ndarray]] = {}
-        for k in np.flatnonzero(w[b] > 0):
+        for members in surfaces(lab[b], w[b]):
+            chroma = np.hypot(lab[b, members, 1], lab[b, members, 2])
+            body = w[b, members] * (chroma if chroma.min() >= SURFACE_MIN_CHROMA else 1.0)
+            k = members[int(np.argmax(body))]
             t = int(nearest[b, k])
+            mass = float(w[b, members].sum())
             weight, acc = merged.get(t, (0.0, np.zeros(3)))
-            merged[t] = (weight + w[b, k], acc + w[b, k] * lab[b, k])
+            merged[t] = (weight + mass, acc + mass * lab[b, k])
         merged_all.append([(t, weight, acc / weight) for t, (weight, acc) in merged.items()])
     means = [mean for merged in merged_all for _, _, mean in merged]
     hexes = iter(lab_to_hex(np.stack(means)) if means else [])
@@ -203,15 +221,47 @@ def colour_names(
             for t, weight, mean in merged
         ]
         named.sort(key=lambda c: (-c.weight, c.name))
-        if named and named[0].weight < threshold:
-            named.insert(0, NamedColour(MULTICOLOUR, "", 1.0, None))
         out.append(named)
     return out
+
+
+def is_multicolour(named: list[NamedColour], multicolour_max_weight: float | None = None) -> bool:
+    """True when no single named colour of one image (``colour_names`` row) covers at least
+    ``multicolour_max_weight`` (default: the setting) of the product."""
+    threshold = float(setting(None, "multicolour_max_weight") if multicolour_max_weight is None
+                      else multicolour_max_weight)
+    return bool(named) and named[0].weight < threshold
+
+
+def surfaces(lab: np.ndarray, weight: np.ndarray) -> list[list[int]]:
+    """Palette clusters of one image ((K, 3) Lab, (K,) weights) grouped into surfaces (see
+    the module docstring): lists of cluster indices, complete linkage, heaviest first."""
+    used = [int(k) for k in np.argsort(-weight, kind="stable") if weight[k] > 0]
+    chroma = np.hypot(lab[:, 1], lab[:, 2])
+    hue = np.degrees(np.arctan2(lab[:, 2], lab[:, 1]))
+
+    def together(i: int, j: int) -> bool:
+        grey_i, grey_j = chroma[i] < SURFACE_MIN_CHROMA, chroma[j] < SURFACE_MIN_CHROMA
+        if grey_i and grey_j:
+            return abs(lab[i, 0] - lab[j, 0]) <= SURFACE_GREY_DL
+        if grey_i or grey_j:
+            return False
+        return abs((hue[i] - hue[j] + 180.0) % 360.0 - 180.0) <= SURFACE_HUE_DEG
+
+    groups: list[list[int]] = []
+    for k in used:  # heaviest first: each joins the first group it fits entirely
+        for group in groups:
+            if all(together(k, m) for m in group):
+                group.append(k)
+                break
+        else:
+            groups.append([k])
+    return groups
 
 
 def dominant_colour(
     palette_lab, palette_weight, table: ColourTable | None = None
 ) -> NamedColour | None:
-    """The heaviest named colour of one image's palette (never ``multicolour``)."""
-    names = colour_names(palette_lab, palette_weight, table, multicolour_max_weight=0.0)[0]
+    """The heaviest named colour of one image's palette."""
+    names = colour_names(palette_lab, palette_weight, table)[0]
     return names[0] if names else None

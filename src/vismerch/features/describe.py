@@ -19,8 +19,9 @@ import numpy as np
 # Bump when the naming or flag rules change in code (not for threshold changes: those
 # are in the key already).
 # 2: no over-exposure verdict on a product under 1% of the frame; 3: under 2%, and no size
-# or position verdict on an under-exposed shot
-RULES_VERSION = 3
+# or position verdict on an under-exposed shot; 4: multicolour is its own verdict, not a
+# pseudo-colour at the head of the colour list
+RULES_VERSION = 4
 
 COLOUR_TABLE = "data/colours.csv"  # the packaged table colour names come from
 Colours = list[tuple[str, str, float]]  # (name, hex, weight), best first
@@ -38,16 +39,16 @@ def describe_key(settings: Any) -> str:
 
 
 def describe(columns: dict[str, np.ndarray], sizes: Sequence[tuple[int, int]],
-             settings: Any) -> tuple[list[Colours], list[Flags]]:
-    """Colour names and quality flags of each image from the colour backend's columns and
-    the images' original (width, height)."""
-    from vismerch.features.colournames import colour_names
+             settings: Any) -> tuple[list[Colours], list[bool], list[Flags]]:
+    """Colour names, the multicolour verdict and quality flags of each image from the
+    colour backend's columns and the images' original (width, height)."""
+    from vismerch.features.colournames import colour_names, is_multicolour
     from vismerch.features.quality import assess_quality, metrics_row
 
-    names = colour_names(columns["palette_lab"], columns["palette_weight"],
-                         multicolour_max_weight=settings.multicolour_max_weight)
+    names = colour_names(columns["palette_lab"], columns["palette_weight"])
     colours = [[(c.name, c.hex, float(c.weight)) for c in row] for row in names]
+    multi = [is_multicolour(row, settings.multicolour_max_weight) for row in names]
     flags = [[(q.name, float(q.value), bool(q.flagged))
               for q in assess_quality(metrics_row(columns, i), width, height, settings)]
              for i, (width, height) in enumerate(sizes)]
-    return colours, flags
+    return colours, multi, flags

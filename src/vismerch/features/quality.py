@@ -372,7 +372,7 @@ def audit_listed_colours(
     listed_hex = {}
     if known:
         listed_hex = dict(zip(known, lab_to_hex(np.stack([parsed[t] for t in known])), strict=True))
-    named = colour_names(palette_lab, palette_weight, table, multicolour_max_weight=0.0)
+    named = colour_names(palette_lab, palette_weight, table)
     k = max((len(n) for n in named), default=1) or 1
     cand = np.zeros((len(listed), k, 3))
     valid = np.zeros((len(listed), k), dtype=bool)

@@ -13,7 +13,7 @@ Three kinds, all stored in ``collections`` / ``collection_members``:
 ``refresh_collections(store)`` re-evaluates every membership from the committed catalog;
 the ingest driver calls it after each run, so membership follows the catalog. Products
 are evaluated as records: their manifest fields, their attributes, and derived fields
-(``colour``, ``colours``, ``colour_family``, ``flags``, ``flagged``, ``in_stock``,
+(``colour``, ``colours``, ``multicolour``, ``colour_family``, ``flags``, ``flagged``, ``in_stock``,
 ``duplicate``).
 """
 
@@ -30,7 +30,7 @@ from vismerch.merch.expr import parse
 
 CORE_FIELDS = ("id", "title", "description", "category", "brand", "price", "stock", "sales",
                "created_at", "width", "height", "sha256", "image_path")
-DERIVED_FIELDS = ("colour", "colours", "colour_family", "flags", "flagged", "in_stock",
+DERIVED_FIELDS = ("colour", "colours", "multicolour", "colour_family", "flags", "flagged", "in_stock",
                   "duplicate", "representative", "attributes")
 DEFAULT_COLUMNS = ("collection", "collections")
 _COLUMNS_META = "merch.collection_columns"
@@ -63,6 +63,7 @@ def product_records(store: Any, products: Sequence[Any] | None = None) -> list[d
 
     products = store.products() if products is None else products
     colours = store.colours()
+    multi = store.multicolour()
     flags = store.quality()
     dup_of: dict[str, tuple[int, bool]] = {}
     for g in store.dup_groups():
@@ -81,6 +82,7 @@ def product_records(store: Any, products: Sequence[Any] | None = None) -> list[d
             "attributes": attrs,
             "colour": names[0] if names else None,
             "colours": names,
+            "multicolour": p.id in multi,
             "colour_family": family_of(names[0]) if names else None,
             "flags": flagged,
             "flagged": bool(flagged),

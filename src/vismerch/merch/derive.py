@@ -74,10 +74,10 @@ def refresh_descriptions(store: Store, features: Features, settings: Settings,
     if shas:
         take = np.array([rows[sha] for sha in shas])
         columns = {name: values[take] for name, values in features.columns.items()}
-        colours, flags = describe(columns, [sizes[sha] for sha in shas], settings)
+        colours, multi, flags = describe(columns, [sizes[sha] for sha in shas], settings)
         with store.transaction() as con:
-            for sha, named, judged in zip(shas, colours, flags, strict=True):
-                write_description(con, sha, named, judged)
+            for sha, named, mixed, judged in zip(shas, colours, multi, flags, strict=True):
+                write_description(con, sha, named, judged, mixed)
     store.set_meta(DESCRIBE_KEY, key)
     return len(shas)
 

@@ -96,7 +96,8 @@ def _commit_task(store: Store, result: TaskResult, records: dict[str, ProductRec
             record_shard(con, shard.backend, shard.fingerprint, shard.spec_key, shard.path,
                          shard.sha256, run_id)
         for sha, colours in result.colours.items():
-            write_description(con, sha, colours, result.quality.get(sha, []))
+            write_description(con, sha, colours, result.quality.get(sha, []),
+                              result.multicolour.get(sha, False))
         for item in result.items:
             record = records[item.product_id]
             if record.image_url is not None and item.sha256 and item.reason is None:

@@ -50,13 +50,37 @@ class PhaseTimer:
         return now
 
 
+def encode_thumb(thumb: Any, fmt: str) -> bytes:
+    """A thumbnail ((h, w, 3) uint8 array or Pillow image) as ``fmt`` bytes. JPEG from an
+    array goes through simplejpeg (libjpeg-turbo, same settings: quality, 4:2:0), which
+    skips Pillow's copy into its own pixel layout."""
+    import io
+
+    from PIL import Image
+
+    _, pillow_format, options = THUMB_FORMATS[fmt]
+    if isinstance(thumb, np.ndarray):
+        if fmt == "jpeg":
+            try:
+                import simplejpeg
+
+                return simplejpeg.encode_jpeg(np.ascontiguousarray(thumb), options["quality"],
+                                              "RGB", "420")
+            except ImportError:  # pragma: no cover - Pillow encodes the same settings
+                pass
+        thumb = Image.fromarray(thumb)
+    buf = io.BytesIO()
+    thumb.save(buf, pillow_format, **options)
+    return buf.getvalue()
+
+
 def _save_thumb(store_path: Path, sha: str, thumb, fmt: str) -> None:
-    suffix, pillow_format, options = THUMB_FORMATS[fmt]
+    suffix = THUMB_FORMATS[fmt][0]
     final = store_path / "thumbs" / f"{sha}{suffix}"
     if final.exists():
         return
     tmp = final.with_name(f".{sha}.{uuid.uuid4().hex}.tmp")
-    thumb.save(tmp, pillow_format, **options)
+    tmp.write_bytes(encode_thumb(thumb, fmt))
     os.replace(tmp, final)
 
 
@@ -215,7 +239,6 @@ def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTa
     fall back to the safe CPU decoder for any the GPU could not decode."""
     if not decoded.raw:
         return decoded
-    from PIL import Image
 
     from vismerch.imaging.decode import thumbnail
     from vismerch.imaging.gpu_decode import decode_jpegs_gpu
@@ -235,8 +258,7 @@ def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTa
     if settings["thumb_size"] and done:
         host = batch.cpu().numpy()  # one device-to-host copy for the whole batch
         save_thumbs(store_path, [
-            (shas[i], thumbnail(Image.fromarray(host[row]), *decoded.sizes[shas[i]],
-                                settings["thumb_size"]))
+            (shas[i], thumbnail(host[row], *decoded.sizes[shas[i]], settings["thumb_size"]))
             for row, i in enumerate(done)
         ], settings["thumb_format"])
     timer.add("thumbs", t)
@@ -257,9 +279,11 @@ def _describe_colour(columns: dict[str, np.ndarray], shas: list[str], sizes, set
     from vismerch.config import load_settings
     from vismerch.features.describe import describe
 
-    colours, flags = describe(columns, [sizes[sha] for sha in shas], load_settings(base=settings))
-    for sha, named, judged in zip(shas, colours, flags, strict=True):
+    colours, multi, flags = describe(columns, [sizes[sha] for sha in shas],
+                                     load_settings(base=settings))
+    for sha, named, mixed, judged in zip(shas, colours, multi, flags, strict=True):
         result.colours[sha] = named
+        result.multicolour[sha] = mixed
         result.quality[sha] = judged
 
 

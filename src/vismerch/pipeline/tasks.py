@@ -98,6 +98,7 @@ class TaskResult:
     items: list[ItemResult] = field(default_factory=list)
     shards: list[ShardResult] = field(default_factory=list)
     colours: dict[str, list[tuple[str, str, float]]] = field(default_factory=dict)
+    multicolour: dict[str, bool] = field(default_factory=dict)  # sha256 -> verdict
     quality: dict[str, list[tuple[str, float, bool]]] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None  # a task-level failure (the driver retries or records it)

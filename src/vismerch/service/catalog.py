@@ -38,9 +38,11 @@ def product_filter(ws: Workspace, *, category: str | None = None, colour: str | 
 def _summaries(ws: Workspace, products: list) -> list[ProductSummary]:
     ids = [p.id for p in products]
     colours = browse.dominant_colours(ws.store, ids)
+    multi = browse.multicolour_ids(ws.store, ids)
     flags = browse.flag_names(ws.store, ids)
     return [ProductSummary(id=p.id, title=p.title, category=p.category, brand=p.brand, price=p.price,
-                           stock=p.stock, colour=colours.get(p.id), flags=flags.get(p.id, []))
+                           stock=p.stock, colour=colours.get(p.id), multicolour=p.id in multi,
+                           flags=flags.get(p.id, []))
             for p in products]
 
 
@@ -79,7 +81,9 @@ def product_detail(ws: Workspace, product_id: str, *, similar_k: int = 8) -> Pro
             similar = []
     return ProductDetail(
         id=p.id, title=p.title, category=p.category, brand=p.brand, price=p.price, stock=p.stock,
-        colour=colours[0].name if colours else None, flags=[m.name for m in quality if m.flagged],
+        colour=colours[0].name if colours else None,
+        multicolour=browse.is_multicolour(ws.store, product_id),
+        flags=[m.name for m in quality if m.flagged],
         description=p.description, sales=p.sales, created_at=p.created_at, width=p.width,
         height=p.height, attributes=p.attributes, colours=colours, quality=quality,
         duplicate_group=duplicates.get_group(ws, group_id) if group_id is not None else None,

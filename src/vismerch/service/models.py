@@ -33,6 +33,8 @@ class ProductSummary(BaseModel):
     price: float | None = None
     stock: float | None = None
     colour: str | None = Field(None, description="Dominant named colour of the image.")
+    multicolour: bool = Field(False, description="No single named colour covers a clear majority "
+                              "of the product (setting multicolour_max_weight).")
     flags: list[str] = Field(default_factory=list, description="Raised quality flags.")
 
 
@@ -89,6 +91,7 @@ class ProductDetail(ProductSummary):
 class TagRow(BaseModel):
     id: str
     colours: list[ColourTag]
+    multicolour: bool = False
     flags: list[QualityMetric]
 
 
