@@ -17,8 +17,8 @@ shard (1.2 KiB per image):
   gradient and JPEG noise carry no structure. Brightness multiplies Y and gamma raises it
   to a power, so in log-luma both are an offset and a scale: the zero-mean, unit-norm
   correlation that compares signatures does not see them (contrast nearly so).
-* ``dup_colour`` float32 (4, 4, 3): CIELAB means of the box's 4x4 cells after the white
-  balance is undone: what tells a colourway (same shot, another colour) from a light
+* ``dup_colour`` uint8 (8, 8, 3): CIELAB means of the box's 8x8 cells after the white
+  balance is undone (quantised: L* x 2.55, a* + 128, b* + 128; ``lab_cells`` reads them): what tells a colourway (same shot, another colour) from a light
   edit of the same photo.
 * ``dup_hash`` uint64: the 64-bit DCT hash (imagehash's construction) of ``dup_sig``:
   candidates for the framing-invariant comparison come from near hashes.
@@ -35,6 +35,7 @@ from vismerch.features.colourspace import srgb_to_lab
 from vismerch.features.hashing import LUMA, pack_bits, phash_bits
 
 SIG = 32  # signature side (cells)
+SUPER = 4  # samples per signature cell and axis (an area filter at any box size)
 BOX_GRID = 128  # resolution the bounding box is found at
 BOX_LEVELS = 34.0  # sRGB levels from the backdrop (after white balance): product
 MASS_FROM = 24.0  # sRGB levels from the backdrop below which a cell is backdrop
@@ -43,7 +44,7 @@ RING_GAP, RING = 2, 4  # cells: the backdrop ring around the box
 MIN_MASS = 4.0  # cells of product below which the whole frame is the box
 LOG_EPS = 0.05
 LOG_LO, LOG_HI = float(np.log(LOG_EPS)), float(np.log(1.0 + LOG_EPS))
-COLOUR_CELLS = 4
+COLOUR_CELLS = 8
 BORDER = 4  # border ring (BOX_GRID cells) the backdrop colour is the median of
 COLUMNS = ("dup_box", "dup_sig", "dup_colour", "dup_hash")
 
@@ -134,32 +135,46 @@ def signatures(x: torch.Tensor) -> dict[str, np.ndarray]:
     gain = (255.0 / back)[:, :, None, None]
     # the box's content at 2*SIG x 2*SIG: bilinear samples of the BOX_GRID copy at
     # sub-cell centres, then 2x2 means (close to area averaging: a box spans 32-128 cells)
-    t = (torch.arange(2 * SIG, device=x.device, dtype=torch.float32) + 0.5) / (2 * SIG)
+    t = (torch.arange(SUPER * SIG, device=x.device, dtype=torch.float32) + 0.5) / (SUPER * SIG)
     gx = (box[:, 0:1] + (box[:, 2:3] - box[:, 0:1]) * t) * 2 - 1  # (B, 2S) in [-1, 1]
     gy = (box[:, 1:2] + (box[:, 3:4] - box[:, 1:2]) * t) * 2 - 1
-    grid = torch.stack([gx[:, None, :].expand(b, 2 * SIG, 2 * SIG),
-                        gy[:, :, None].expand(b, 2 * SIG, 2 * SIG)], dim=3)
+    grid = torch.stack([gx[:, None, :].expand(b, SUPER * SIG, SUPER * SIG),
+                        gy[:, :, None].expand(b, SUPER * SIG, SUPER * SIG)], dim=3)
     fine = F.grid_sample((small * gain).clamp(0, 255), grid, mode="bilinear",
                          padding_mode="border", align_corners=False)
-    cells = F.avg_pool2d(fine, 2)  # (B, 3, SIG, SIG)
+    cells = F.avg_pool2d(fine, SUPER)  # (B, 3, SIG, SIG)
     luma_w = torch.tensor(LUMA, dtype=torch.float32, device=x.device)
     y = (torch.einsum("bchw,c->bhw", cells, luma_w) / 255.0).clamp(0, 1)
     sig = torch.log(y + LOG_EPS)  # near white, a few levels of gradient or noise are ~0
     means = _area(cells, COLOUR_CELLS, COLOUR_CELLS).permute(0, 2, 3, 1)
-    colour = srgb_to_lab(means.contiguous())
+    colour = _quantise_lab(srgb_to_lab(means.contiguous()))
     q = ((sig - LOG_LO) / (LOG_HI - LOG_LO) * 255.0).round().clamp(0, 255)
     return {
         "dup_box": box.cpu().numpy(),
         "dup_sig": q.to(torch.uint8).cpu().numpy(),
-        "dup_colour": colour.cpu().numpy().astype(np.float32),
+        "dup_colour": colour.cpu().numpy(),
         "dup_hash": pack_bits(phash_bits(q)),
     }
+
+
+def _quantise_lab(lab: torch.Tensor) -> torch.Tensor:
+    """CIELAB -> uint8 (L* x 2.55, a* + 128, b* + 128): steps of 0.4 L* and 1 a*/b*."""
+    scale = torch.tensor([2.55, 1.0, 1.0], device=lab.device)
+    offset = torch.tensor([0.0, 128.0, 128.0], device=lab.device)
+    return (lab * scale + offset).round().clamp(0, 255).to(torch.uint8)
+
+
+def lab_cells(colour: np.ndarray) -> np.ndarray:
+    """The stored ``dup_colour`` (N, 8, 8, 3) uint8 -> CIELAB float32."""
+    lab = np.asarray(colour, np.float32)
+    return (lab - np.array([0.0, 128.0, 128.0], np.float32)) / np.array([2.55, 1.0, 1.0],
+                                                                          np.float32)
 
 
 def empty_columns() -> dict[str, np.ndarray]:
     """The ``COLUMNS`` for zero images."""
     return {"dup_box": np.zeros((0, 4), np.float32), "dup_sig": np.zeros((0, SIG, SIG), np.uint8),
-            "dup_colour": np.zeros((0, COLOUR_CELLS, COLOUR_CELLS, 3), np.float32),
+            "dup_colour": np.zeros((0, COLOUR_CELLS, COLOUR_CELLS, 3), np.uint8),
             "dup_hash": np.zeros((0,), np.uint64)}
 
 

@@ -15,9 +15,11 @@ Candidates, never all pairs:
 * **other vectors** (optional): pairs the caller found by another backend's vectors, e.g.
   a neural backend's nearest neighbours.
 
-Every candidate is then confirmed by merch/dupmatch.py: structure >= ``structure``
-(plain, or by the crop region search), not a mirror (unless ``allow_mirror``), and the
-same product colour up to a light edit.
+Every candidate is then confirmed by merch/dupmatch.py: layout >= ``structure`` and
+detail >= ``detail`` (as they are, or by the crop region search), not a mirror (unless
+``allow_mirror``), the same product colour up to a light edit (mean a*b* and L*), and,
+for pairs that line up as they are, no 8x8 colour cell changed beyond what one global
+light edit explains (``colour_cell``: a colourway that recolours part of the product).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ _QUERY_BATCH = 8_192
 class DupRules:
     """The thresholds (settings ``dup_*``) of the signature rules."""
 
-    structure: float = 0.975
+    structure: float = 0.965
     detail: float = 0.93
     structure_plain: float = 0.99  # pairs this close as they are skip the region search
     hash_radius: int = 12
@@ -47,6 +49,7 @@ class DupRules:
     colour_ab: float = 10.0
     colour_ab_share: float = 0.3
     colour_l: float = 12.0
+    colour_cell: float = 13.0
     allow_mirror: bool = False
 
     @classmethod
@@ -55,7 +58,8 @@ class DupRules:
                    hash_radius=settings.dup_box_hash_distance,
                    neighbours=settings.dup_signature_neighbours,
                    colour_ab=settings.dup_colour_ab, colour_ab_share=settings.dup_colour_ab_share,
-                   colour_l=settings.dup_colour_l, allow_mirror=settings.dup_allow_mirror)
+                   colour_l=settings.dup_colour_l, colour_cell=settings.dup_colour_cell,
+                   allow_mirror=settings.dup_allow_mirror)
 
 
 @dataclass
@@ -93,14 +97,18 @@ def confirm(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules,
     detail = np.full(i.size, -1.0, np.float32)
     check = np.flatnonzero(same_colour)
     if check.size:
-        plain, fine, m_plain, m_fine = dupmatch.structure_scores(
+        plain, fine, m_plain, m_fine, as_is = dupmatch.structure_scores(
             sigs.sig, sigs.box, sigs.frame_aspect, i[check], j[check],
             good_enough=rules.structure_plain)
-        mirrored = m_plain > plain + 0.005  # lines up better mirrored: a mirrored shot
-        if rules.allow_mirror:
+        if rules.allow_mirror:  # otherwise a mirrored shot must line up unmirrored: it cannot
+            mirrored = m_plain > plain
             plain, fine = np.where(mirrored, m_plain, plain), np.where(mirrored, m_fine, fine)
-        else:
-            plain = np.where(mirrored, -1.0, plain)
+        # aligned as they are: the 8x8 colour cells must agree up to a global light edit
+        aligned = as_is >= rules.structure
+        if aligned.any():
+            resid = dupmatch.cell_colour_residual(sigs.colour, i[check][aligned],
+                                                  j[check][aligned])
+            plain[np.flatnonzero(aligned)[resid > rules.colour_cell]] = -1.0
         score[check], detail[check] = plain, fine
     return (score >= rules.structure) & (detail >= rules.detail), score
 
@@ -163,3 +171,29 @@ def candidates_new(sigs: Signatures, new: np.ndarray, rules: DupRules,
     ok = vj >= 0
     timings["signature_neighbours"] = time.perf_counter() - start
     return _unique_pairs(np.concatenate([hi, vi[ok]]), np.concatenate([hj, vj[ok]]), n)
+
+
+def index_candidates(index, row_of: dict[str, int], k: int,
+                     query_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (signature rows) among each queried image's ``k`` nearest in another
+    backend's :class:`~vismerch.search.index.VectorIndex` (e.g. a neural one): all its
+    rows, or the images at ``query_rows``. Ids the index lacks are skipped."""
+    to_row = np.array([row_of.get(v, -1) for v in index.ids], dtype=np.int64)
+    if query_rows is None:
+        q_index = np.arange(len(index.ids))
+    else:
+        where = index.positions
+        ids_of = {r: v for v, r in row_of.items()}
+        q_index = np.array([where[ids_of[r]] for r in np.asarray(query_rows).tolist()
+                            if ids_of.get(r) in where], dtype=np.int64)
+    ii, jj = [], []
+    for s in range(0, q_index.size, _QUERY_BATCH):
+        q = q_index[s:s + _QUERY_BATCH]
+        _, rows = index.search_positions(index.vectors_at(q), k + 1)
+        ii.append(np.repeat(to_row[q], rows.shape[1]))
+        jj.append(np.where(rows.reshape(-1) >= 0, to_row[rows.reshape(-1).clip(0)], -1))
+    if not ii:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    i, j = np.concatenate(ii), np.concatenate(jj)
+    ok = (i >= 0) & (j >= 0)
+    return i[ok], j[ok]

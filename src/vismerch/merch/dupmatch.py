@@ -26,6 +26,8 @@ import functools
 
 import numpy as np
 
+from vismerch.features.dupsig import lab_cells
+
 SIG = 32
 G = 16  # region-search comparison grid
 SCALES = np.round(np.arange(0.60, 1.0001, 0.025), 3)  # width fractions searched
@@ -116,11 +118,12 @@ def _region(big: np.ndarray, small: np.ndarray, aspect_big: np.ndarray,
     return plain, detail
 
 
-def _blur(sig: np.ndarray) -> np.ndarray:
-    """(P, S, S) -> [1, 2, 1] / 4 twice along each axis (about a Gaussian of sigma 1)."""
+def _blur(sig: np.ndarray, passes: int = 2) -> np.ndarray:
+    """(P, S, S) -> [1, 2, 1] / 4 ``passes`` times along each axis (2: about a Gaussian of
+    sigma 1; 1: sigma 0.7)."""
     out = sig
     for axis in (1, 2):
-        for _ in range(2):
+        for _ in range(passes):
             pad = np.concatenate([out.take([0], axis), out, out.take([-1], axis)], axis=axis)
             n = out.shape[axis]
             out = (pad.take(range(0, n), axis) + 2 * pad.take(range(1, n + 1), axis)
@@ -146,25 +149,27 @@ def touches(box: np.ndarray) -> np.ndarray:
 
 def structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray,
                      i: np.ndarray, j: np.ndarray, *, good_enough: float = 1.0,
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(layout, detail, mirrored layout, mirrored detail) correlations of pairs (i, j),
-    each the best alignment's (see the module docstring). ``frame_aspect`` (N,): each
+                     ) -> tuple[np.ndarray, ...]:
+    """(layout, detail, mirrored layout, mirrored detail, layout as they are) correlations
+    of pairs (i, j), each the best alignment's (see the module docstring); the last is
+    -1 where the aspect ratios differ. ``frame_aspect`` (N,): each
     image's width / height in pixels. Pairs whose plain layout correlation reaches
     ``good_enough`` skip the region search."""
     sig = np.asarray(sig)
     box = np.asarray(box, np.float32)
     aspect = (box[:, 2] - box[:, 0]) * frame_aspect / np.maximum(box[:, 3] - box[:, 1], 1e-3)
     touch = touches(box)
-    out = np.full((4, i.size), -1.0, np.float32)
+    out = np.full((5, i.size), -1.0, np.float32)
     for s in range(0, i.size, 4096):
         pi, pj = i[s:s + 4096], j[s:s + 4096]
         a = sig[pi].astype(np.float32)
         b = sig[pj].astype(np.float32)
         fb = np.ascontiguousarray(b[:, :, ::-1])
         near = np.abs(np.log(aspect[pi] / aspect[pj])) <= PLAIN_ASPECT
-        best = np.full((4, pi.size), -1.0, np.float32)
+        best = np.full((5, pi.size), -1.0, np.float32)
         best[0], best[1] = np.where(near, _scores(a, b), -1.0)
         best[2], best[3] = np.where(near, _scores(a, fb), -1.0)
+        best[4] = best[0]
         todo = np.flatnonzero(best[0] < good_enough)
         for c in range(0, todo.size, _PAIRS):
             t = todo[c:c + _PAIRS]
@@ -177,13 +182,13 @@ def structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray,
                     best[k, t[better]] = cand[0][better]
                     best[k + 1, t[better]] = cand[1][better]
         out[:, s:s + 4096] = best
-    return out[0], out[1], out[2], out[3]
+    return out[0], out[1], out[2], out[3], out[4]
 
 
 def colour_summary(colour: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(N, 4, 4, 3) Lab cells -> product mean a*b* (N, 2) and L* (N,), cells weighted by
+    """(N, 8, 8, 3) stored Lab cells -> product mean a*b* (N, 2) and L* (N,), cells weighted by
     their distance from white (backdrop cells weigh nothing)."""
-    lab = np.asarray(colour, np.float32).reshape(len(colour), -1, 3)
+    lab = lab_cells(colour).reshape(len(colour), -1, 3)
     dist = np.linalg.norm(lab - np.array([100.0, 0.0, 0.0], np.float32), axis=2)
     w = np.clip(dist - 4.0, 0.0, None) + 1e-3
     w /= w.sum(axis=1, keepdims=True)
@@ -197,3 +202,29 @@ def colour_agrees(ab: np.ndarray, lightness: np.ndarray, i: np.ndarray, j: np.nd
     chroma = np.maximum(np.linalg.norm(ab[i], axis=1), np.linalg.norm(ab[j], axis=1))
     return (dab <= np.maximum(max_ab, ab_share * chroma)) & (
         np.abs(lightness[i] - lightness[j]) <= max_l)
+
+
+def cell_colour_residual(colour: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Per pair, the largest colour change of one 8x8 cell of the box that a global light
+    edit does not explain: L* of j's cells is fitted as a + b * L* of i's and the a*b* as
+    c * a*b* (least squares, cells weighted by their distance from white), and the worst
+    remaining ΔE76 of a product cell is returned. A colourway that recolours part of the
+    product (a skin tone, a sole) leaves cells the fit cannot reach; a light edit does not.
+    Meaningful for pairs aligned as they are (not for crops)."""
+    lab = lab_cells(colour).reshape(len(colour), -1, 3)
+    a, b = lab[i], lab[j]
+    white = np.array([100.0, 0.0, 0.0], np.float32)
+    w = np.maximum(np.linalg.norm(a - white, axis=2), np.linalg.norm(b - white, axis=2))
+    w = np.clip(w - 4.0, 0.0, None)
+    sw = np.maximum(w.sum(axis=1, keepdims=True), 1e-6)
+    la, lb = a[..., 0], b[..., 0]
+    ma, mb = (w * la).sum(1, keepdims=True) / sw, (w * lb).sum(1, keepdims=True) / sw
+    slope = ((w * (la - ma) * (lb - mb)).sum(1, keepdims=True)
+             / np.maximum((w * (la - ma) ** 2).sum(1, keepdims=True), 1e-6))
+    rl = lb - (mb + slope * (la - ma))
+    aba, abb = a[..., 1:], b[..., 1:]
+    gain = ((w[..., None] * aba * abb).sum((1, 2)) /
+            np.maximum((w[..., None] * aba * aba).sum((1, 2)), 1e-6))[:, None, None]
+    rab = np.linalg.norm(abb - gain * aba, axis=2)
+    resid = np.sqrt(rl ** 2 + rab ** 2)
+    return np.where(w > 8.0, resid, 0.0).max(axis=1)
