@@ -35,6 +35,7 @@ MIN_SHARE = 0.45  # smallest box area share a crop may keep (a quarter of the fr
 #                   can take more than a quarter of a product that fills the frame)
 TOUCH = 1.5 / 128  # a box side this close to the frame edge touches it
 PLAIN_ASPECT = 0.06  # |log aspect ratio| up to which the plain comparison is tried
+RIM = 1  # cells at the signature's edge left out of the scores
 _PAIRS = 96  # pairs per region-search chunk (its arrays stay ~30 MB)
 
 
@@ -135,8 +136,11 @@ def _scores(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(P, S, S) pairs -> (layout NCC, detail NCC): the detail is what a blur of sigma ~1
     removes (edges, seams, print), where look-alikes of one silhouette differ most."""
     n = len(a)
-    plain = np.einsum("pn,pn->p", _unit(a.reshape(n, -1)), _unit(b.reshape(n, -1)))
     ha, hb = a - _blur(a), b - _blur(b)
+    # the outermost cells are left out: they straddle the box's edge, so a box a fraction
+    # of a cell off changes them most (a rectangular product's whole outline)
+    a, b, ha, hb = (v[:, RIM:-RIM, RIM:-RIM] for v in (a, b, ha, hb))
+    plain = np.einsum("pn,pn->p", _unit(a.reshape(n, -1)), _unit(b.reshape(n, -1)))
     detail = np.einsum("pn,pn->p", _unit(ha.reshape(n, -1)), _unit(hb.reshape(n, -1)))
     return plain, detail
 
