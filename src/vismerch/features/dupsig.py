@@ -13,7 +13,7 @@ shard (1.2 KiB per image):
   letterbox bars and trimmed margins change the frame, not the box, so everything below
   is computed on the box and they vanish. Zeros mean "no signature" (shards written
   before the columns existed read back as zeros: ``has_signature``).
-* ``dup_sig`` uint8 (32, 32): the box's content (plus ``MARGIN`` around it), white balance undone, area-averaged to
+* ``dup_sig`` uint8 (32, 32): the box's content, white balance undone, area-averaged to
   32x32 (``SUPER`` x ``SUPER`` bilinear samples of the 128 grid per cell), as log-luma
   ``log(Y + 0.05)`` quantised to 8 bits. Brightness multiplies Y and gamma raises it to a
   power, so in log-luma both are an offset and a scale, which the zero-mean, unit-norm
