@@ -99,7 +99,7 @@ def confirm(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules,
     if check.size:
         plain, fine, m_plain, m_fine, as_is = dupmatch.structure_scores(
             sigs.sig, sigs.box, sigs.frame_aspect, i[check], j[check],
-            good_enough=rules.structure_plain)
+            good_enough=rules.structure_plain, mirrored=rules.allow_mirror)
         if rules.allow_mirror:  # otherwise a mirrored shot must line up unmirrored: it cannot
             mirrored = m_plain > plain
             plain, fine = np.where(mirrored, m_plain, plain), np.where(mirrored, m_fine, fine)

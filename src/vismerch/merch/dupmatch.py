@@ -153,16 +153,19 @@ def touches(box: np.ndarray) -> np.ndarray:
 
 def structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray,
                      i: np.ndarray, j: np.ndarray, *, good_enough: float = 1.0,
-                     ) -> tuple[np.ndarray, ...]:
+                     mirrored: bool = True) -> tuple[np.ndarray, ...]:
     """(layout, detail, mirrored layout, mirrored detail, layout as they are) correlations
-    of pairs (i, j), each the best alignment's (see the module docstring); the last is
-    -1 where the aspect ratios differ. ``frame_aspect`` (N,): each
-    image's width / height in pixels. Pairs whose plain layout correlation reaches
-    ``good_enough`` skip the region search."""
+    of pairs (i, j), each the best alignment's (see the module docstring); the last is -1
+    where the aspect ratios differ. ``frame_aspect`` (N,): each image's width / height in
+    pixels. Pairs whose plain layout correlation reaches ``good_enough`` skip the region
+    search; so does a direction whose smaller box touches no side of its frame (nothing
+    was cut from it: it is the whole product, and can only line up as it is).
+    ``mirrored=False`` leaves the mirrored scores at -1 (half the work)."""
     sig = np.asarray(sig)
     box = np.asarray(box, np.float32)
     aspect = (box[:, 2] - box[:, 0]) * frame_aspect / np.maximum(box[:, 3] - box[:, 1], 1e-3)
     touch = touches(box)
+    cut = touch.any(axis=1)
     out = np.full((5, i.size), -1.0, np.float32)
     for s in range(0, i.size, 4096):
         pi, pj = i[s:s + 4096], j[s:s + 4096]
@@ -172,19 +175,27 @@ def structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray,
         near = np.abs(np.log(aspect[pi] / aspect[pj])) <= PLAIN_ASPECT
         best = np.full((5, pi.size), -1.0, np.float32)
         best[0], best[1] = np.where(near, _scores(a, b), -1.0)
-        best[2], best[3] = np.where(near, _scores(a, fb), -1.0)
+        if mirrored:
+            best[2], best[3] = np.where(near, _scores(a, fb), -1.0)
         best[4] = best[0]
-        todo = np.flatnonzero(best[0] < good_enough)
+        todo = np.flatnonzero((best[0] < good_enough) & (cut[pi] | cut[pj]))
         for c in range(0, todo.size, _PAIRS):
             t = todo[c:c + _PAIRS]
             ta, tb = touch[pi[t]], touch[pj[t]]
-            tf = tb[:, [2, 1, 0, 3]]  # mirrored: left and right swap
             ra, rb = aspect[pi[t]], aspect[pj[t]]
-            for k, other, tt in ((0, b[t], tb), (2, fb[t], tf)):
-                for cand in (_region(a[t], other, ra, rb, tt), _region(other, a[t], rb, ra, ta)):
-                    better = cand[0] > best[k, t]
-                    best[k, t[better]] = cand[0][better]
-                    best[k + 1, t[better]] = cand[1][better]
+            views = [(0, b[t], tb)]
+            if mirrored:
+                views.append((2, fb[t], tb[:, [2, 1, 0, 3]]))  # mirrored: left, right swap
+            for k, other, tt in views:
+                for b_small in (True, False):
+                    small_cut = cut[pj[t]] if b_small else cut[pi[t]]
+                    if not small_cut.any():
+                        continue
+                    got = (_region(a[t], other, ra, rb, tt) if b_small
+                           else _region(other, a[t], rb, ra, ta))
+                    better = (got[0] > best[k, t]) & small_cut
+                    best[k, t[better]] = got[0][better]
+                    best[k + 1, t[better]] = got[1][better]
         out[:, s:s + 4096] = best
     return out[0], out[1], out[2], out[3], out[4]
 
