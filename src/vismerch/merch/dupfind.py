@@ -43,6 +43,7 @@ class DupRules:
 
     structure: float = 0.965
     detail: float = 0.93
+    layout_alone: float = 0.99
     structure_plain: float = 0.99  # pairs this close as they are skip the region search
     hash_radius: int = 12
     neighbours: int = 12
@@ -55,6 +56,7 @@ class DupRules:
     @classmethod
     def from_settings(cls, settings) -> DupRules:
         return cls(structure=settings.dup_layout, detail=settings.dup_detail,
+                   layout_alone=settings.dup_layout_alone,
                    hash_radius=settings.dup_box_hash_distance,
                    neighbours=settings.dup_signature_neighbours,
                    colour_ab=settings.dup_colour_ab, colour_ab_share=settings.dup_colour_ab_share,
@@ -110,7 +112,10 @@ def confirm(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules,
                                                   j[check][aligned])
             plain[np.flatnonzero(aligned)[resid > rules.colour_cell]] = -1.0
         score[check], detail[check] = plain, fine
-    return (score >= rules.structure) & (detail >= rules.detail), score
+    # fine detail decides between layout and layout_alone; above that the layout alone
+    # does (a copy shrunk in its frame keeps its layout but loses the finest detail)
+    ok = (score >= rules.layout_alone) | ((score >= rules.structure) & (detail >= rules.detail))
+    return ok, score
 
 
 def _unique_pairs(i: np.ndarray, j: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
