@@ -11,6 +11,14 @@ Phases (seconds each): synthesise, index build (HNSW above ``exact_max``), a bat
 queries (recall@k against brute force on a sample), filtered queries, then dedup split
 into hash candidates, vector candidates (crop rule, via the built index), confirm, group.
 
+Then the signature rules (merch/dupfind.py, what stores with box signatures use): n
+synthetic signatures (32x32 layouts drawn from 2,000 smooth templates, so every image has
+look-alikes, with per-image noise and colour cells per template) with planted copies that
+went through a light edit (log-luma offset and scale) and, for half, a crop (a
+sub-rectangle of 70-95% per side, resampled); the whole search (box hash + signature
+neighbours, confirm), then ``--new`` (1,000) further images, half of them copies of stored
+ones, searched incrementally against everything (what an ingest of new images costs).
+
     python benchmarks/scale.py --n 1000000            # prints a table, --json for JSON
 """
 
@@ -76,7 +84,8 @@ def _brute_top_k(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray
 
 def run_scale(n: int = 1_000_000, dim: int = 128, *, queries: int = 1000, k: int = 10,
               planted: int = 2000, exact_max: int = 50_000, crop_rule: bool = True,
-              seed: int = 0, log: Callable[[str], None] | None = print) -> dict:
+              seed: int = 0, log: Callable[[str], None] | None = print,
+              signature_rules: bool = True, new: int = 1000) -> dict:
     """Run every phase at ``n`` items; returns seconds per phase and the quality figures."""
     say = log or (lambda _msg: None)
     out: dict = {"n": n, "dim": dim, "queries": queries, "k": k, "cpus": os.cpu_count(),
@@ -135,7 +144,120 @@ def run_scale(n: int = 1_000_000, dim: int = 128, *, queries: int = 1000, k: int
         sel = kinds == kind
         out[f"planted_{name}"] = int(sel.sum())
         out[f"planted_{name}_found"] = int(pairs_found[sel].sum())
+    if signature_rules:
+        out["signatures"] = run_signatures(n, new=new, seed=seed, exact_max=exact_max, say=say)
     say(json.dumps({k: v for k, v in out.items() if k != "seconds"}))
+    return out
+
+
+def _templates(count: int, rng) -> np.ndarray:
+    """Smooth random 32x32 layouts: 8x8 noise upsampled bilinearly (uint8 range)."""
+    import torch
+
+    coarse = torch.from_numpy(rng.random((count, 1, 8, 8), dtype=np.float32))
+    up = torch.nn.functional.interpolate(coarse, size=(32, 32), mode="bilinear",
+                                         align_corners=False)[:, 0].numpy()
+    return up * 180 + 40
+
+
+def synthesise_signatures(n: int, seed: int = 0, planted: int = 2000):
+    """Signature columns for n images and planted (original, copy) pairs (see the doc)."""
+    from vismerch.merch.dupfind import Signatures
+    from vismerch.merch.dupmatch import _sample
+
+    rng = np.random.default_rng([seed, 7])
+    templates = _templates(2000, rng)
+    colours = rng.integers(30, 226, size=(2000, 1, 1, 3))
+    which = rng.integers(0, 2000, n)
+    sig = np.empty((n, 32, 32), np.uint8)
+    for s in range(0, n, 100_000):
+        m = min(100_000, n - s)
+        block = templates[which[s:s + m]] + rng.normal(0, 12, (m, 32, 32)).astype(np.float32)
+        sig[s:s + m] = block.clip(0, 255)
+    colour = np.empty((n, 8, 8, 3), np.uint8)
+    for s in range(0, n, 100_000):
+        m = min(100_000, n - s)
+        colour[s:s + m] = (colours[which[s:s + m]] + rng.integers(-4, 5, (m, 8, 8, 3))).clip(0, 255)
+    box = np.tile(np.array([0.2, 0.2, 0.8, 0.8], np.float32), (n, 1))
+    aspect = np.ones(n, np.float32)
+    planted = min(planted, n // 2)
+    ends = rng.choice(n, size=2 * planted, replace=False).reshape(-1, 2)
+    a, b = ends[:, 0], ends[:, 1]
+    light = sig[a].astype(np.float32) * rng.uniform(0.85, 1.15, (planted, 1, 1)) \
+        + rng.uniform(-15, 15, (planted, 1, 1))
+    crop = np.arange(planted) % 2 == 1
+    su = rng.uniform(0.75, 0.95, planted)
+    x0 = np.where(rng.random(planted) < 0.5, 0.0, 1 - su)
+    view = _sample(light[crop], x0[crop, None], np.zeros((crop.sum(), 1)), su[crop, None],
+                   np.ones((crop.sum(), 1)), 32)[:, 0].reshape(-1, 32, 32)
+    light[crop] = view
+    sig[b] = (light + rng.normal(0, 2, light.shape)).clip(0, 255)
+    colour[b] = colour[a]
+    # a crop cut the box on one side (it touches the frame there) and is narrower: its
+    # frame's width / height makes the box's pixel aspect su (the original's is 1)
+    keeps_left = (x0[crop] == 0)[:, None]
+    box[b[crop]] = np.where(keeps_left, [0.4, 0.2, 1.0, 0.8], [0.0, 0.2, 0.6, 0.8])
+    aspect[b[crop]] = su[crop]
+    sigs = Signatures(box, sig, colour, np.zeros(n, np.uint64), aspect)
+    return sigs, ends, crop
+
+
+def _box_hashes(sigs) -> np.ndarray:
+    import torch
+
+    from vismerch.features.hashing import pack_bits, phash_bits
+
+    out = np.empty(len(sigs), np.uint64)
+    for s in range(0, len(sigs), 65_536):
+        out[s:s + 65_536] = pack_bits(phash_bits(torch.from_numpy(
+            sigs.sig[s:s + 65_536].astype(np.float32))))
+    return out
+
+
+def run_signatures(n: int, *, new: int = 1000, seed: int = 0, exact_max: int = 50_000,
+                   say: Callable[[str], None] = print) -> dict:
+    """The signature rules at n images, whole and incremental (see the module docstring)."""
+    from vismerch.merch import dupfind
+
+    out: dict = {"n": n, "new": new, "seconds": {}}
+    sec = out["seconds"]
+
+    def phase(name: str, start: float) -> None:
+        sec[name] = round(time.perf_counter() - start, 3)
+        say(f"signatures {name:<22} {sec[name]:9.2f} s")
+
+    t = time.perf_counter()
+    sigs, ends, crop = synthesise_signatures(n + new, seed)
+    sigs.hash = _box_hashes(sigs)
+    phase("synthesise", t)
+    rules = dupfind.DupRules()
+    old = dupfind.Signatures(sigs.box[:n], sigs.sig[:n], sigs.colour[:n], sigs.hash[:n],
+                             sigs.frame_aspect[:n])
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    i, j = dupfind.candidates_all(old, rules, exact_max, timings)
+    phase("whole_candidates", t)
+    for k, v in timings.items():
+        sec[f"whole_{k}"] = round(v, 3)
+    t = time.perf_counter()
+    ok, _ = dupfind.confirm(old, i, j, rules)
+    phase("whole_confirm", t)
+    found = {(int(a), int(b)) for a, b in zip(i[ok], j[ok], strict=True)}
+    inside = (ends < n).all(axis=1)
+    hit = np.array([(min(a, b), max(a, b)) in found for a, b in ends[inside]])
+    out["candidates"] = int(i.size)
+    out["pairs"] = len(found)
+    out["planted"] = int(inside.sum())
+    out["planted_found_light"] = int(hit[~crop[inside]].sum())
+    out["planted_found_crop"] = int(hit[crop[inside]].sum())
+    planted = {(min(a, b), max(a, b)) for a, b in ends.tolist()}
+    out["unplanted_pairs"] = len(found - planted)
+    t = time.perf_counter()
+    ci, cj = dupfind.candidates_new(sigs, np.arange(n, n + new), rules)
+    ok, _ = dupfind.confirm(sigs, ci, cj, rules)
+    phase(f"incremental_{new}", t)
+    out["incremental_candidates"] = int(ci.size)
+    out["incremental_pairs"] = int(ok.sum())
     return out
 
 
@@ -147,10 +269,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--planted", type=int, default=2000, help="near-duplicate pairs planted")
     parser.add_argument("--no-crop-rule", action="store_true",
                         help="skip the vector-candidate (crop) dedup rule")
+    parser.add_argument("--new", type=int, default=1000,
+                        help="images searched incrementally after the whole search")
+    parser.add_argument("--no-signatures", action="store_true",
+                        help="skip the signature-rule phases (merch/dupfind.py)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON only")
     args = parser.parse_args(argv)
     result = run_scale(args.n, args.dim, queries=args.queries, planted=args.planted,
-                       crop_rule=not args.no_crop_rule, log=None if args.json else print)
+                       crop_rule=not args.no_crop_rule, log=None if args.json else print,
+                       signature_rules=not args.no_signatures, new=args.new)
     if args.json:
         print(json.dumps(result, indent=2))
     return result

@@ -107,3 +107,39 @@ def test_perfect_answers_score_one():
 def test_group_pairs():
     assert group_pairs([["a", "b", "c"], ["d"], ["a", "a"]]) == {
         frozenset("ab"), frozenset("ac"), frozenset("bc")}
+
+
+def _dup_truth() -> dict:
+    products = {p: {"colour": "red", "flags": []} for p in "abcdefgh"}
+    products["b"]["duplicate_transform"] = "pad"
+    products["c"]["duplicate_transform"] = "crop"
+    products["e"]["duplicate_transform"] = "light"
+    products["e"]["quality_truth"] = False
+    products["e"]["flags"] = ["blur"]
+    return {"products": products, "duplicate_groups": [["a", "b", "c"], ["d", "e"]],
+            "colourway_pairs": [["a", "f"]], "mirror_pairs": [["d", "g"]],
+            "mirror_symmetric_pairs": [["a", "h"]]}
+
+
+def test_duplicate_scores_by_edit_and_lookalike_merges():
+    from vismerch.catalog.evaluate import duplicate_scores
+
+    truth = _dup_truth()
+    # a-h (a symmetric product's mirror image) counts neither way; a-f is a colourway merge
+    got = duplicate_scores(truth, [["a", "b", "h"], ["d", "e"], ["c", "f"]])
+    assert got["duplicate_pairs_true"] == 4
+    assert got["duplicate_pairs_predicted"] == 4  # a-b, b-h, d-e, c-f (a-h left out)
+    assert got["duplicate_precision"] == pytest.approx(2 / 4)
+    assert got["duplicate_recall"] == pytest.approx(2 / 4)
+    assert got["duplicate_recall_by_edit"] == {"crop": [0, 1], "crop+pad": [0, 1],
+                                               "light": [1, 1], "pad": [1, 1]}
+    assert got["colourway_merges"] == 0 and got["mirror_merges"] == 0
+    merged = duplicate_scores(truth, [["a", "b", "c", "f"], ["d", "e", "g"]])
+    assert merged["colourway_merges"] == 1 and merged["mirror_merges"] == 1
+    assert merged["duplicate_recall"] == 1.0
+
+
+def test_copies_without_quality_truth_are_not_scored_for_quality():
+    truth = _dup_truth()
+    scores = score_against_truth(truth, {}, [], {"e": []})  # e's blur is not truth
+    assert scores["quality_recall"] == 1.0 and scores["quality_by_flag"] == {}

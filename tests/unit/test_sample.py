@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from vismerch.catalog import _sample_edits as edits
 from vismerch.catalog import sample
 from vismerch.catalog.sample import FLAG_NAMES, FLAWS, MANIFEST_COLUMNS, TRUTH_COLOURS
 from vismerch.errors import UsageError
@@ -76,7 +77,9 @@ def _products(truth, flaw=None):
 # --------------------------------------------------------------------------- structure
 def test_counts_files_and_manifest(cat, truth):
     rows = read_manifest_rows(cat.manifest_path)
-    assert cat.n_images == 80 == len(rows) == truth["meta"]["n"]
+    lookalikes = len(truth["colourway_pairs"]) + len(truth["mirror_pairs"]) + len(
+        truth["mirror_symmetric_pairs"])
+    assert cat.n_images == 80 + lookalikes == len(rows) == truth["meta"]["n"]
     assert list(rows[0]) == list(MANIFEST_COLUMNS)
     ids = [r["id"] for r in rows]
     assert len(set(ids)) == len(ids)
@@ -294,9 +297,12 @@ def test_alpha_pngs_have_a_transparent_background(cat, truth):
 def test_duplicates_close_and_unrelated_products_far(cat, truth):
     hashes = {pid: imagehash.phash(_rgb(cat.root / p["image"]))
               for pid, p in truth["products"].items() if p["flaw"] is None}
-    for group in truth["duplicate_groups"]:
+    simple = set(edits.SIMPLE)  # re-encoded or resized: phash stays close (framing edits
+    for group in truth["duplicate_groups"]:  # and light are what it cannot follow)
         for a, b in itertools.combinations(group, 2):
-            assert hashes[a] - hashes[b] <= 10, (a, b)
+            kinds = {truth["products"][x].get("duplicate_transform") for x in (a, b)} - {None}
+            if kinds <= simple:
+                assert hashes[a] - hashes[b] <= 10, (a, b)
     in_group = {pid for g in truth["duplicate_groups"] for pid in g[1:]}
     singles = [pid for pid in hashes if pid not in in_group]
     cats = {pid: truth["products"][pid]["category"] for pid in singles}
@@ -305,6 +311,30 @@ def test_duplicates_close_and_unrelated_products_far(cat, truth):
     assert len(dists) > 50
     assert np.median(dists) > 16
     assert (dists <= 8).mean() < 0.08
+
+
+def test_v2_edits_colourways_and_mirrors(cat, truth):
+    products = truth["products"]
+    copies = {p["duplicate_transform"] for p in products.values() if p.get("duplicate_transform")}
+    assert copies <= set(edits.EDITS) and len(copies) >= 3
+    for p in products.values():  # framing and light edits leave no quality verdict to score
+        if p.get("duplicate_transform") in edits.NO_QUALITY_TRUTH:
+            assert p["quality_truth"] is False
+    assert truth["colourway_pairs"]
+    for a, b in truth["colourway_pairs"]:  # the same shot in another colour
+        pa, pb = products[a], products[b]
+        assert pa["category"] == pb["category"] and pa["colour"] != pb["colour"]
+        assert pa["fill"] == pytest.approx(pb["fill"], abs=0.01)
+        assert {pa.get("lookalike"), pb.get("lookalike")} == {None, "colourway"}
+    mirrors = truth["mirror_pairs"] + truth["mirror_symmetric_pairs"]
+    assert mirrors
+    for a, b in mirrors:  # pixel for pixel the mirror image (up to JPEG)
+        x = np.asarray(_rgb(cat.root / products[a]["image"]), np.float32)
+        y = np.asarray(_rgb(cat.root / products[b]["image"]), np.float32)[:, ::-1]
+        assert np.abs(x - y).mean() < 4
+    dup_ids = {pid for g in truth["duplicate_groups"] for pid in g}
+    assert not any({a, b} <= dup_ids and any(a in g and b in g for g in truth["duplicate_groups"])
+                   for a, b in truth["colourway_pairs"] + mirrors)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -9,9 +9,18 @@ Definitions (``score_against_truth`` returns all of these):
   silently cannot raise the score. ``colour_n`` is the number scored.
 - **duplicate_precision / recall / f1**: over unordered pairs of product ids. A group of
   k ids implies k(k-1)/2 pairs; predicted pairs are compared with the truth's pairs.
+  Pairs the truth lists as ``mirror_symmetric_pairs`` (a nearly symmetric product and
+  its mirror image: the same picture either way) count neither way.
+  ``duplicate_recall_by_edit``: {edit: [found, true]}, a pair named by the edits its
+  copies went through (``duplicate_transform``; two copies of one original: "a+b").
+- **colourway_merges / mirror_merges**: the truth's colourway pairs (the same shot in
+  another colour: another SKU) and mirror pairs that were predicted in one group;
+  ``colourway_pairs`` / ``mirror_pairs`` say how many there were.
 - **quality_precision / recall / f1**: over (product id, flag) pairs of the scored
   products, counting only flags both sides know (the truth's ``flag_names``); a
   detector's extra flags (say ``watermark``) and ids outside the truth are ignored.
+  Copies whose truth has ``quality_truth: false`` (framing or light edits the truth does
+  not model) are left out of the quality scores.
   ``quality_by_flag`` gives tp/fp/fn/precision/recall per flag.
 - **corrupt_detected**: the fraction of the truth's corrupt files that the run refused
   with exactly the expected reason (``failed[id] == truth["corrupt"][id]``);
@@ -49,6 +58,41 @@ def group_pairs(groups: Iterable[Iterable[str]]) -> set[frozenset[str]]:
     return pairs
 
 
+def _edit_name(products: Mapping, pair: frozenset[str]) -> str:
+    edits = sorted(str(products.get(pid, {}).get("duplicate_transform")) for pid in pair
+                   if products.get(pid, {}).get("duplicate_transform"))
+    return "+".join(edits) or "original"
+
+
+def duplicate_scores(truth: Mapping, predicted_dup_groups: Iterable[Iterable[str]]) -> dict:
+    """Pair precision/recall/F1, recall by edit kind, colourway and mirror merges (see
+    the module docstring)."""
+    groups = [list(map(str, g)) for g in predicted_dup_groups]
+    true_pairs = group_pairs(truth.get("duplicate_groups", []))
+    neutral = {frozenset(p) for p in truth.get("mirror_symmetric_pairs", [])} - true_pairs
+    pred_pairs = group_pairs(groups) - neutral
+    tp = len(true_pairs & pred_pairs)
+    p, r, f = _prf(tp, len(pred_pairs) - tp, len(true_pairs) - tp)
+    products = truth.get("products", {})
+    by_edit: dict[str, list[int]] = {}
+    for pair in true_pairs:
+        counts = by_edit.setdefault(_edit_name(products, pair), [0, 0])
+        counts[0] += pair in pred_pairs
+        counts[1] += 1
+    group_of = {pid: k for k, g in enumerate(groups) for pid in g}
+
+    def merged(pairs) -> int:
+        return sum(1 for a, b in pairs if a in group_of and group_of.get(b) == group_of[a])
+
+    return {"duplicate_pairs_true": len(true_pairs), "duplicate_pairs_predicted": len(pred_pairs),
+            "duplicate_precision": p, "duplicate_recall": r, "duplicate_f1": f,
+            "duplicate_recall_by_edit": dict(sorted(by_edit.items())),
+            "colourway_pairs": len(truth.get("colourway_pairs", [])),
+            "colourway_merges": merged(truth.get("colourway_pairs", [])),
+            "mirror_pairs": len(truth.get("mirror_pairs", [])),
+            "mirror_merges": merged(truth.get("mirror_pairs", []))}
+
+
 def _norm(name: str | None) -> str | None:
     return name.strip().lower() if isinstance(name, str) else None
 
@@ -76,16 +120,13 @@ def score_against_truth(
         "colour_missing": missing,
     }
 
-    true_pairs = group_pairs(truth.get("duplicate_groups", []))
-    pred_pairs = group_pairs(predicted_dup_groups)
-    tp = len(true_pairs & pred_pairs)
-    p, r, f = _prf(tp, len(pred_pairs) - tp, len(true_pairs) - tp)
-    result.update(duplicate_pairs_true=len(true_pairs), duplicate_pairs_predicted=len(pred_pairs),
-                  duplicate_precision=p, duplicate_recall=r, duplicate_f1=f)
+    predicted_dup_groups = [list(g) for g in predicted_dup_groups]
+    result.update(duplicate_scores(truth, predicted_dup_groups))
 
     known = set(truth.get("meta", {}).get("flag_names", FLAG_NAMES))
-    t_set = {(pid, fl) for pid in scored for fl in products[pid].get("flags", []) if fl in known}
-    p_set = {(pid, fl) for pid in scored for fl in predicted_flags.get(pid, ()) if fl in known}
+    judged = [pid for pid in scored if products[pid].get("quality_truth", True)]
+    t_set = {(pid, fl) for pid in judged for fl in products[pid].get("flags", []) if fl in known}
+    p_set = {(pid, fl) for pid in judged for fl in predicted_flags.get(pid, ()) if fl in known}
     tp = len(t_set & p_set)
     p, r, f = _prf(tp, len(p_set) - tp, len(t_set) - tp)
     result.update(quality_precision=p, quality_recall=r, quality_f1=f)

@@ -61,13 +61,14 @@ import numpy as np
 import torch
 from PIL import Image, ImageFilter
 
+from vismerch.catalog import _sample_edits as edits
 from vismerch.catalog import _sample_shapes as shapes
 from vismerch.errors import UsageError
 from vismerch.features.colournames import load_colour_table
 from vismerch.features.colourspace import ciede2000_np, parse_hex, srgb_to_lab
 from vismerch.features.quality import QUALITY_FLAGS
 
-VERSION = 1
+VERSION = 2  # 2: every duplicate edit kind (_sample_edits.py), colourways and mirrors
 FLAG_NAMES = QUALITY_FLAGS  # the truth uses the flags vismerch reports
 # Main colours a product can have in the truth: no two closer than CIEDE2000 14.
 TRUTH_COLOURS = (
@@ -183,6 +184,7 @@ class _Item:
     corrupt_kind: str | None = None
     listed_wrong: str | None = None
     shading: bool = False  # realistic shading (catalog/_sample_shading.py)
+    lookalike: str | None = None  # colourway | mirror: of item dup_of, never its duplicate
 
 
 def _frame(rng, size_range, portrait_p: float) -> tuple[int, int]:
@@ -233,7 +235,7 @@ def _plan(n, seed, corrupt, flawed, duplicates, size_range, formats, wrong_liste
     originals = [it for it in items if it.role == "clean" and not it.alpha]
     rng.shuffle(originals)
     originals.sort(key=lambda it: it.fmt == "jpeg")  # stable: JPEGs last, popped first
-    transforms = ("requality", "resize", "crop", "png", "webp")
+    transforms = edits.EDITS
     for k in group_sizes:
         src = originals.pop()
         src.role = "dup"
@@ -242,6 +244,7 @@ def _plan(n, seed, corrupt, flawed, duplicates, size_range, formats, wrong_liste
             items.append(_Item(len(items), "dup", src.category, src.colour, src.pattern,
                                fmt={"png": "png", "webp": "webp"}.get(t, "jpeg"),
                                size=src.size, dup_of=src.index, dup_transform=t))
+    _plan_lookalikes(items, np.random.default_rng([seed, 5]), n if duplicates else 0)
     # clean singles get a listed colour that is plainly wrong (for the catalog audit)
     if wrong_listed:
         pal = _palette()
@@ -249,6 +252,30 @@ def _plan(n, seed, corrupt, flawed, duplicates, size_range, formats, wrong_liste
         for j in rng.choice(len(singles), size=max(1, round(0.02 * n)), replace=False):
             singles[j].listed_wrong = pal.pick_far(rng, singles[j].colour, 30.0, TRUTH_COLOURS)
     return items
+
+
+def _plan_lookalikes(items: list[_Item], rng, n: int) -> None:
+    """Known non-duplicates that look like one: colourways (the same shot in another
+    colour, ~3% of n) and mirrored shots (~2%, preferring products that are not left-right
+    symmetric: a mirrored symmetric product is the same picture)."""
+    pool = [it for it in items if it.role in ("clean", "dup") and not it.alpha
+            and it.dup_of is None and it.flaw is None]
+    if not pool or n < 20:
+        return
+    pal = _palette()
+    picks = rng.choice(len(pool), size=min(len(pool), max(1, round(0.03 * n))), replace=False)
+    for k in picks:
+        src = pool[int(k)]
+        colour = pal.pick_far(rng, src.colour, 25.0, TRUTH_COLOURS)
+        items.append(_Item(len(items), "clean", src.category, colour, src.pattern,
+                           fmt=src.fmt, size=src.size, dup_of=src.index, lookalike="colourway"))
+    lopsided = [it for it in pool if it.category in ("sneakers", "bag", "scarf")] or pool
+    picks = rng.choice(len(lopsided), size=min(len(lopsided), max(1, round(0.02 * n))),
+                       replace=False)
+    for k in picks:
+        src = lopsided[int(k)]
+        items.append(_Item(len(items), "clean", src.category, src.colour, src.pattern,
+                           fmt="jpeg", size=src.size, dup_of=src.index, lookalike="mirror"))
 
 
 # --------------------------------------------------------------------------- rendering
@@ -427,23 +454,19 @@ def _encode(img: Image.Image, fmt: str, rng) -> bytes:
 
 
 def _duplicate(src_bytes: bytes, item: _Item, rng, src_info: dict) -> tuple[bytes, dict]:
-    """A near-duplicate of an original photo: re-encoded, resized or centre-cropped."""
+    """A near-duplicate of an original photo: re-encoded or re-formatted here, every other
+    edit kind in ``_edited_copy``."""
     img = Image.open(io.BytesIO(src_bytes)).convert("RGB")
     t = item.dup_transform
     info = {**src_info, "duplicate_transform": t}
-    if t in ("resize", "png", "webp"):
+    if t in edits.NO_QUALITY_TRUTH or t == "resize":
+        return _edited_copy(img, item, rng, info)
+    if t in ("png", "webp"):
         short = min(img.size)
         lo = max(0.5, MIN_CLEAN_SIDE / short)
-        if t == "resize" or rng.random() < 0.5:
+        if rng.random() < 0.5:
             f = rng.uniform(lo, max(0.8, min(1.0, lo + 0.08)))
             img = img.resize((round(img.width * f), round(img.height * f)), Image.LANCZOS)
-    if t == "crop":
-        c = rng.uniform(0.04, 0.065)  # fraction cut from each dimension: 8-12.6% of the area
-        w, h = img.size
-        dx, dy = round(w * c / 2), round(h * c / 2)
-        img = img.crop((dx, dy, w - dx, h - dy))
-        info["fill"] = round(info["fill"] / (1 - c) ** 2, 4)
-        info["offset"] = [round(o / (1 - c), 3) for o in info["offset"]]
     buf = io.BytesIO()
     if item.fmt == "jpeg":
         img.save(buf, "JPEG", quality=int(rng.integers(58, 78)))
@@ -453,10 +476,35 @@ def _duplicate(src_bytes: bytes, item: _Item, rng, src_info: dict) -> tuple[byte
     return buf.getvalue(), info
 
 
+def _edited_copy(img: Image.Image, item: _Item, rng, info: dict) -> tuple[bytes, dict]:
+    """A copy through one of sample generator v2's edits (_sample_edits.py)."""
+    img, done = edits.apply(img, item.dup_transform, rng)
+    info.update(done)
+    if item.dup_transform in edits.NO_QUALITY_TRUTH:
+        info["quality_truth"] = False  # its framing/exposure verdicts are not modelled
+    buf = io.BytesIO()
+    if item.fmt == "jpeg":
+        img.save(buf, "JPEG", quality=int(rng.integers(58, 90)))
+    else:
+        img.save(buf, "PNG" if item.fmt == "png" else "WEBP",
+                 **({"compress_level": 1} if item.fmt == "png" else {"quality": 82}))
+    return buf.getvalue(), info
+
+
+def _lookalike(src_bytes: bytes, item: _Item, rng, src_info: dict) -> tuple[bytes, dict]:
+    """A mirrored shot of the original (colourways are rendered, see ``_shot``)."""
+    img = edits.mirror(Image.open(io.BytesIO(src_bytes)).convert("RGB"))
+    info = {**src_info, "lookalike": "mirror", "asymmetry": round(edits.asymmetry(img), 3)}
+    info["offset"] = [-info["offset"][0], info["offset"][1]]
+    return _encode(img, "jpeg", rng), info
+
+
 def _shot(job: tuple[_Item, int]) -> tuple[bytes, dict, str | None]:
-    """Render and encode one photo (or its corrupt stand-in); a pool worker's unit."""
+    """Render and encode one photo (or its corrupt stand-in); a pool worker's unit. A
+    colourway replays its original's generator, so only the colours differ."""
     item, seed = job
-    rng = np.random.default_rng([seed, 3, item.index])
+    same_shot = item.dup_of if item.lookalike == "colourway" else item.index
+    rng = np.random.default_rng([seed, 3, same_shot])
     img, info, noun = _render(item, rng, _palette())
     if item.role != "corrupt":
         return _encode(img, item.fmt, rng), info, noun
@@ -475,6 +523,22 @@ def _corrupt_bytes(kind: str, rng, good_jpeg: bytes, good_png: bytes) -> bytes:
     data = bytearray(good_png)  # broken-png: signature intact, IHDR chunk garbled
     data[12:24] = b"\x00GARBAGE\xff\xff\x00\x00\x01"
     return bytes(data)
+
+
+def _lookalike_truth(lookalikes: dict[str, list[list[str]]], products: dict) -> dict:
+    """Known non-duplicate pairs: colourways; mirrors of products that are visibly
+    asymmetric (mirror_pairs) and of nearly symmetric ones (mirror_symmetric_pairs: the
+    same picture either way, scored neither way)."""
+    mirrors = sorted(lookalikes.get("mirror", []))
+    lopsided = [p for p in mirrors if products[p[0]].get("asymmetry",
+                                                         products[p[1]].get("asymmetry", 0))
+                >= MIRROR_MIN_ASYMMETRY]
+    return {"colourway_pairs": sorted(lookalikes.get("colourway", [])),
+            "mirror_pairs": lopsided,
+            "mirror_symmetric_pairs": [p for p in mirrors if p not in lopsided]}
+
+
+MIRROR_MIN_ASYMMETRY = 0.1  # 1 - correlation with its mirror image (32x32 grey box)
 
 
 # --------------------------------------------------------------------------- metadata
@@ -542,8 +606,8 @@ def generate_catalog(
         it.shading = shading
     order = np.random.default_rng([seed, 2]).permutation(len(items))
     ids = {items[j].index: f"P{k + 1:05d}" for k, j in enumerate(order)}
-    shots = [it for it in items if it.dup_of is None]
-    copies = [it for it in items if it.dup_of is not None]
+    shots = [it for it in items if it.dup_of is None or it.lookalike == "colourway"]
+    copies = [it for it in items if it.dup_of is not None and it.lookalike != "colourway"]
     made: dict[int, tuple[bytes, dict, str | None]] = {}
     jobs = [(it, seed) for it in shots]
     if workers > 1:  # every shot has its own generator, so the bytes do not depend on this
@@ -561,13 +625,15 @@ def generate_catalog(
                 progress(len(made), len(items))
     for it in copies:
         src_bytes, src_info, noun = made[it.dup_of]
-        data, info = _duplicate(src_bytes, it, np.random.default_rng([seed, 3, it.index]), src_info)
+        make = _lookalike if it.lookalike == "mirror" else _duplicate
+        data, info = make(src_bytes, it, np.random.default_rng([seed, 3, it.index]), src_info)
         made[it.index] = (data, info, noun)
         if progress:
             progress(len(made), len(items))
 
     rows, products, corrupt_map, corrupt_images = [], {}, {}, {}
     groups: dict[int, list[str]] = {}
+    lookalikes: dict[str, list[list[str]]] = {}
     titles: dict[int, set[str]] = {}
     for item in shots + copies:
         pid = ids[item.index]
@@ -578,6 +644,9 @@ def generate_catalog(
         (images_dir / item.category).mkdir(exist_ok=True)
         (root / rel).write_bytes(data)
         group = item.dup_of if item.dup_of is not None else item.index
+        if item.lookalike:
+            info = {**info, "lookalike": item.lookalike, "lookalike_of": ids[item.dup_of]}
+            lookalikes.setdefault(item.lookalike, []).append(sorted([ids[item.dup_of], pid]))
         if item.role == "dup":
             groups.setdefault(group, []).append(pid)
         listed = item.listed_wrong or item.colour
@@ -613,6 +682,7 @@ def generate_catalog(
         "corrupt": dict(sorted(corrupt_map.items())),
         "corrupt_images": dict(sorted(corrupt_images.items())),
         "listed_colour_wrong": sorted(ids[it.index] for it in items if it.listed_wrong),
+        **_lookalike_truth(lookalikes, products),
     }
     truth_path = root / "truth.json"
     truth_path.write_text(json.dumps(truth, indent=1) + "\n")

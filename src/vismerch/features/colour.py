@@ -52,6 +52,8 @@ from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
     parse_colour,
 )
 from vismerch.features.colourspace import ciede2000, lab_to_srgb, srgb_to_lab
+from vismerch.features.dupsig import empty_columns as dup_empty_columns
+from vismerch.features.dupsig import signatures as dup_signatures
 from vismerch.features.hashing import luma, pack_bits, phash_bits, structure_signature
 
 VERSION = COLOUR_VERSION  # 2: 32x32 structure signature; 3: palette without thin dark outlines
@@ -144,12 +146,14 @@ class ColourBackend:
             return _empty_batch()
         with torch.inference_mode():
             out = self._encode(x.to(self.device), _StageClock(profile, self.device))
+            dup = dup_signatures(x.to(self.device))  # framing/light-invariant: dupsig.py
         vectors = out.pop("vector").float().cpu().numpy()
         bits = out.pop("phash_bits")
         structure = out.pop("structure").cpu().numpy()  # uint8: 1 KiB per image
         columns = {k: v.float().cpu().numpy() for k, v in out.items()}
         columns["structure"] = structure
         columns["phash"] = pack_bits(bits)
+        columns.update(dup)
         return FeatureBatch(vectors=vectors, columns=columns)
 
     # ------------------------------------------------------------ the pipeline
@@ -588,6 +592,7 @@ def _empty_batch() -> FeatureBatch:
         "background_lab": np.zeros((0, 3), np.float32),
         "phash": np.zeros((0,), np.uint64),
         "structure": np.zeros((0, 32, 32), np.uint8),
+        **dup_empty_columns(),
     }
     for name in quality.METRIC_NAMES:
         columns[name] = np.zeros((0,), np.float32)

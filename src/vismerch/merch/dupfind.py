@@ -1,0 +1,204 @@
+"""Duplicate pairs from the framing- and light-invariant signatures (features/dupsig.py),
+over a whole catalog or incrementally (new images against the rest).
+
+Candidates, never all pairs:
+
+* **box hash**: ``dup_hash`` (the DCT hash of the box signature) within ``hash_radius``
+  bits: padding, letterbox, trims, light edits, resizing and re-encoding keep it close.
+  Whole catalog: the exact multi-index search of merch/dedup.py; new images: one exact
+  FAISS binary range search of the new hashes against all.
+* **signature neighbours**: the ``neighbours`` nearest of each image by a 67-d vector
+  (the box signature at 8x8, zero-mean and unit-norm, weighted 0.8, plus the product's
+  a*b* and L* summary scaled by 1/100, weighted 0.2): crops that cut into the product move
+  the hash but keep this vector near. Whole catalog: a VectorIndex (exact up to
+  ``exact_max``, HNSW above); new images: exact inner products against all.
+* **other vectors** (optional): pairs the caller found by another backend's vectors, e.g.
+  a neural backend's nearest neighbours.
+
+Every candidate is then confirmed by merch/dupmatch.py: layout >= ``structure`` and
+detail >= ``detail`` (as they are, or by the crop region search), not a mirror (unless
+``allow_mirror``), the same product colour up to a light edit (mean a*b* and L*), and,
+for pairs that line up as they are, no 8x8 colour cell changed beyond what one global
+light edit explains (``colour_cell``: a colourway that recolours part of the product).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import faiss
+import numpy as np
+
+from vismerch.merch import dupmatch
+from vismerch.merch.dedup import hamming_neighbours
+
+VEC_GRID = 8
+_QUERY_BATCH = 8_192
+
+
+@dataclass(frozen=True)
+class DupRules:
+    """The thresholds (settings ``dup_*``) of the signature rules."""
+
+    structure: float = 0.965
+    detail: float = 0.93
+    layout_alone: float = 0.99
+    structure_plain: float = 0.99  # pairs this close as they are skip the region search
+    hash_radius: int = 12
+    neighbours: int = 12
+    colour_ab: float = 10.0
+    colour_ab_share: float = 0.3
+    colour_l: float = 12.0
+    colour_cell: float = 13.0
+    allow_mirror: bool = False
+
+    @classmethod
+    def from_settings(cls, settings) -> DupRules:
+        return cls(structure=settings.dup_layout, detail=settings.dup_detail,
+                   layout_alone=settings.dup_layout_alone,
+                   hash_radius=settings.dup_box_hash_distance,
+                   neighbours=settings.dup_signature_neighbours,
+                   colour_ab=settings.dup_colour_ab, colour_ab_share=settings.dup_colour_ab_share,
+                   colour_l=settings.dup_colour_l, colour_cell=settings.dup_colour_cell,
+                   allow_mirror=settings.dup_allow_mirror)
+
+
+@dataclass
+class Signatures:
+    """The signature columns of N images (rows aligned with their ids)."""
+
+    box: np.ndarray  # (N, 4) float32
+    sig: np.ndarray  # (N, 32, 32) uint8
+    colour: np.ndarray  # (N, 4, 4, 3)
+    hash: np.ndarray  # (N,) uint64
+    frame_aspect: np.ndarray  # (N,) width / height of the original image
+
+    def __len__(self) -> int:
+        return len(self.box)
+
+    def vectors(self) -> np.ndarray:
+        """(N, 67) float32 unit rows for the neighbour search (see the module docstring)."""
+        n = len(self)
+        k = self.sig.shape[-1] // VEC_GRID
+        coarse = self.sig.astype(np.float32).reshape(n, VEC_GRID, k, VEC_GRID, k).mean(axis=(2, 4))
+        coarse = dupmatch._unit(coarse.reshape(n, -1))
+        ab, lightness = dupmatch.colour_summary(self.colour)
+        tone = np.concatenate([ab, lightness[:, None]], axis=1) / 100.0
+        out = np.concatenate([0.8 * coarse, 0.2 * tone], axis=1).astype(np.float32)
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-6)
+
+
+def confirm(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules,
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """(ok mask, structure score) for candidate pairs (i, j)."""
+    ab, lightness = dupmatch.colour_summary(sigs.colour)
+    same_colour = dupmatch.colour_agrees(ab, lightness, i, j, max_ab=rules.colour_ab,
+                                         ab_share=rules.colour_ab_share, max_l=rules.colour_l)
+    score = np.full(i.size, -1.0, np.float32)
+    detail = np.full(i.size, -1.0, np.float32)
+    check = np.flatnonzero(same_colour)
+    if check.size:
+        plain, fine, m_plain, m_fine, as_is = dupmatch.structure_scores(
+            sigs.sig, sigs.box, sigs.frame_aspect, i[check], j[check],
+            good_enough=rules.structure_plain, mirrored=rules.allow_mirror)
+        if rules.allow_mirror:  # otherwise a mirrored shot must line up unmirrored: it cannot
+            mirrored = m_plain > plain
+            plain, fine = np.where(mirrored, m_plain, plain), np.where(mirrored, m_fine, fine)
+        # aligned as they are: the 8x8 colour cells must agree up to a global light edit
+        aligned = as_is >= rules.structure
+        if aligned.any():
+            resid = dupmatch.cell_colour_residual(sigs.colour, i[check][aligned],
+                                                  j[check][aligned])
+            plain[np.flatnonzero(aligned)[resid > rules.colour_cell]] = -1.0
+        score[check], detail[check] = plain, fine
+    # fine detail decides between layout and layout_alone; above that the layout alone
+    # does (a copy shrunk in its frame keeps its layout but loses the finest detail)
+    ok = (score >= rules.layout_alone) | ((score >= rules.structure) & (detail >= rules.detail))
+    return ok, score
+
+
+def _unique_pairs(i: np.ndarray, j: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.minimum(i, j).astype(np.int64), np.maximum(i, j).astype(np.int64)
+    keep = a != b
+    key = np.unique(a[keep] * n + b[keep])
+    return key // n, key % n
+
+
+def candidates_all(sigs: Signatures, rules: DupRules, exact_max: int = 50_000,
+                   timings: dict[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate pairs (i < j) over the whole catalog."""
+    from vismerch.search.index import VectorIndex
+
+    timings = {} if timings is None else timings
+    n = len(sigs)
+    start = time.perf_counter()
+    hi, hj, _ = hamming_neighbours(sigs.hash, rules.hash_radius, max_neighbours=32)
+    timings["box_hash"] = time.perf_counter() - start
+    start = time.perf_counter()
+    vec = sigs.vectors()
+    index = VectorIndex.build(vec, [str(p) for p in range(n)], exact_max=exact_max)
+    vi, vj = [], []
+    for s in range(0, n, _QUERY_BATCH):
+        _, rows = index.search_positions(vec[s:s + _QUERY_BATCH], rules.neighbours + 1)
+        vi.append(np.repeat(np.arange(s, s + len(rows)), rows.shape[1]))
+        vj.append(rows.reshape(-1))
+    vi_, vj_ = np.concatenate(vi), np.concatenate(vj)
+    ok = vj_ >= 0
+    timings["signature_neighbours"] = time.perf_counter() - start
+    return _unique_pairs(np.concatenate([hi, vi_[ok]]), np.concatenate([hj, vj_[ok]]), n)
+
+
+def candidates_new(sigs: Signatures, new: np.ndarray, rules: DupRules,
+                   timings: dict[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate pairs (i < j) with at least one end in ``new`` (positions): the new
+    images against every image, the new ones included. Exact, in O(len(new) * N)."""
+    timings = {} if timings is None else timings
+    n = len(sigs)
+    new = np.asarray(new, np.int64)
+    if not new.size or n < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    start = time.perf_counter()
+    codes = np.ascontiguousarray(sigs.hash.astype("<u8")).view(np.uint8).reshape(-1, 8)
+    flat = faiss.IndexBinaryFlat(64)
+    flat.add(codes)
+    lims, _, nbr = flat.range_search(codes[new], rules.hash_radius + 1)
+    hi = np.repeat(new, np.diff(lims).astype(np.int64))
+    hj = nbr.astype(np.int64)
+    timings["box_hash"] = time.perf_counter() - start
+    start = time.perf_counter()
+    vec = sigs.vectors()
+    flat_ip = faiss.IndexFlatIP(vec.shape[1])
+    flat_ip.add(vec)
+    _, rows = flat_ip.search(vec[new], min(n, rules.neighbours + 1))
+    vi = np.repeat(new, rows.shape[1])
+    vj = rows.reshape(-1).astype(np.int64)
+    ok = vj >= 0
+    timings["signature_neighbours"] = time.perf_counter() - start
+    return _unique_pairs(np.concatenate([hi, vi[ok]]), np.concatenate([hj, vj[ok]]), n)
+
+
+def index_candidates(index, row_of: dict[str, int], k: int,
+                     query_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (signature rows) among each queried image's ``k`` nearest in another
+    backend's :class:`~vismerch.search.index.VectorIndex` (e.g. a neural one): all its
+    rows, or the images at ``query_rows``. Ids the index lacks are skipped."""
+    to_row = np.array([row_of.get(v, -1) for v in index.ids], dtype=np.int64)
+    if query_rows is None:
+        q_index = np.arange(len(index.ids))
+    else:
+        where = index.positions
+        ids_of = {r: v for v, r in row_of.items()}
+        q_index = np.array([where[ids_of[r]] for r in np.asarray(query_rows).tolist()
+                            if ids_of.get(r) in where], dtype=np.int64)
+    ii, jj = [], []
+    for s in range(0, q_index.size, _QUERY_BATCH):
+        q = q_index[s:s + _QUERY_BATCH]
+        _, rows = index.search_positions(index.vectors_at(q), k + 1)
+        ii.append(np.repeat(to_row[q], rows.shape[1]))
+        jj.append(np.where(rows.reshape(-1) >= 0, to_row[rows.reshape(-1).clip(0)], -1))
+    if not ii:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    i, j = np.concatenate(ii), np.concatenate(jj)
+    ok = (i >= 0) & (j >= 0)
+    return i[ok], j[ok]

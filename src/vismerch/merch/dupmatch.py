@@ -1,0 +1,244 @@
+"""Is image B the same photo as image A, reframed and relit? Pair scores from the
+signatures of features/dupsig.py (box, 32x32 log-luma of the box, 4x4 Lab cells).
+
+* **structure**: the zero-mean, unit-norm correlation (NCC) of the two box signatures as
+  they are (padding, letterbox, trimmed margins, resizing, re-encoding and light edits
+  leave the box's content unchanged up to an offset and scale of log-luma), when the
+  boxes' aspect ratios agree; otherwise, or when that falls short, a **region search**:
+  a crop that cuts into the product leaves a box that is a sub-rectangle of the other's.
+  Its width fraction ``su`` is searched on a grid, its height fraction follows from the
+  two aspect ratios (a crop does not change the pixel scale: ``sv = su * aspect_a /
+  aspect_b``), and its position is tied to the sides where the cropped box still has
+  margin (a side that does not touch the frame was not cut, so it lines up with the
+  other box's side); sides touching the frame try left/centre/right. Both directions
+  (B in A, A in B) are tried and compared at 16x16.
+* **mirror**: the same search against B flipped left-right. A pair whose mirrored score
+  beats its direct one is a mirrored shot, refused unless ``allow_mirror``.
+* **colour**: after the white balance is undone, the product's mean a*b* and L* (cells
+  weighted by their distance from white) must agree within ``colour_ab`` (or
+  ``colour_ab_share`` of the larger chroma) and ``colour_l``: light edits move them a
+  little, a colourway (same shot, another colour) a lot.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from vismerch.features.dupsig import lab_cells
+
+SIG = 32
+G = 16  # region-search comparison grid
+SCALES = np.round(np.arange(0.60, 1.0001, 0.025), 3)  # width fractions searched
+MIN_SHARE = 0.45  # smallest box area share a crop may keep (a quarter of the frame cut
+#                   can take more than a quarter of a product that fills the frame)
+TOUCH = 1.5 / 128  # a box side this close to the frame edge touches it
+PLAIN_ASPECT = 0.06  # |log aspect ratio| up to which the plain comparison is tried
+RIM = 1  # cells at the signature's edge left out of the scores
+_PAIRS = 96  # pairs per region-search chunk (its arrays stay ~30 MB)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    """(..., n) -> zero-mean unit-norm rows."""
+    x = x - x.mean(axis=-1, keepdims=True)
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-6)
+
+
+def _shrink(sig: np.ndarray, g: int) -> np.ndarray:
+    """(P, 32, 32) -> (P, g, g) by bilinear sampling at cell centres (g divides 32 here)."""
+    k = sig.shape[-1] // g
+    return sig.reshape(len(sig), g, k, g, k).mean(axis=(2, 4))
+
+
+@functools.lru_cache(maxsize=4)
+def _candidates() -> tuple[np.ndarray, np.ndarray]:
+    """(scale index, anchor u, anchor v) grid: anchors 0 = start, 1 = centre, 2 = end."""
+    s, u, v = np.meshgrid(np.arange(SCALES.size), np.arange(3), np.arange(3), indexing="ij")
+    return s.reshape(-1), np.stack([u.reshape(-1), v.reshape(-1)], axis=1)
+
+
+def _sample(sig: np.ndarray, x0: np.ndarray, y0: np.ndarray, sx: np.ndarray, sy: np.ndarray,
+            g: int) -> np.ndarray:
+    """Bilinear samples of (P, 32, 32) at a g x g grid over sub-rectangles given per
+    (P, C) in box fractions -> (P, C, g*g)."""
+    t = (np.arange(g) + 0.5) / g
+    xs = (x0[..., None] + sx[..., None] * t) * SIG - 0.5  # (P, C, G)
+    ys = (y0[..., None] + sy[..., None] * t) * SIG - 0.5
+    xs, ys = xs.clip(0, SIG - 1.001), ys.clip(0, SIG - 1.001)
+    xl, yl = xs.astype(np.int64), ys.astype(np.int64)
+    wx, wy = (xs - xl)[..., None, :], (ys - yl)[..., :, None]
+    p = np.arange(len(sig))[:, None, None, None]
+    def at(yy, xx):
+        return sig[p, yy[..., :, None], xx[..., None, :]]  # (P, C, G, G)
+    top = at(yl, xl) * (1 - wx) + at(yl, xl + 1) * wx
+    bottom = at(yl + 1, xl) * (1 - wx) + at(yl + 1, xl + 1) * wx
+    out = top * (1 - wy) + bottom * wy
+    return out.reshape(out.shape[0], out.shape[1], -1)
+
+
+def _region(big: np.ndarray, small: np.ndarray, aspect_big: np.ndarray,
+            aspect_small: np.ndarray, touch_small: np.ndarray) -> np.ndarray:
+    """Best NCC of ``small`` (P, 32, 32) against sub-rectangles of ``big``."""
+    scale_idx, anchors = _candidates()
+    su = SCALES[scale_idx][None, :].repeat(len(big), 0)  # (P, C)
+    sv = su * (aspect_big / aspect_small)[:, None]
+    ok = (sv <= 1.04) & (su * np.minimum(sv, 1) >= MIN_SHARE)
+    sv = np.minimum(sv, 1.0)
+    au, av = anchors[None, :, 0], anchors[None, :, 1]
+    # a side with margin was not cut: the sub-rectangle starts (or ends) there; a box
+    # touching the frame on both sides may sit anywhere along that axis
+    left, top, right, bottom = (touch_small[:, k:k + 1] for k in range(4))
+    for a, lo, hi, frac in ((au, left, right, su), (av, top, bottom, sv)):
+        full = frac >= 0.999
+        ok &= np.where(a == 0, (~lo & hi & ~full) | (lo & hi), True)
+        ok &= np.where(a == 2, lo & ~full, True)
+        # neither side cut: the same extent, up to the aspect ratios' measuring error
+        ok &= np.where(a == 1, (lo & hi & ~full) | (~lo & ~hi & (frac >= 0.94)), True)
+    x0 = np.where(au == 0, 0.0, np.where(au == 1, (1 - su) / 2, 1 - su))
+    y0 = np.where(av == 0, 0.0, np.where(av == 1, (1 - sv) / 2, 1 - sv))
+    # only the valid (pair, candidate) entries are sampled: most pairs allow a few
+    pair, cand = np.nonzero(ok)
+    rows = np.arange(len(big))
+    plain = np.full(len(big), -1.0, np.float32)
+    detail = np.full(len(big), -1.0, np.float32)
+    if not pair.size:
+        return plain, detail
+    x0, y0, su, sv = (v[pair, cand] for v in (x0, y0, su, sv))
+    target = _unit(_shrink(small, G).reshape(len(small), -1))
+    got = _unit(_sample(big[pair], x0[:, None], y0[:, None], su[:, None], sv[:, None], G)[:, 0])
+    score = np.einsum("en,en->e", got, target[pair])
+    order = np.lexsort((-score, pair))  # per pair, best first
+    first = order[np.r_[True, pair[order][1:] != pair[order][:-1]]]
+    found = pair[first]
+    # the chosen sub-rectangle at full resolution: layout and detail scores
+    view = _sample(big[found], x0[first, None], y0[first, None], su[first, None],
+                   sv[first, None], SIG)[:, 0].reshape(len(found), SIG, SIG)
+    plain[found], detail[found] = _scores(view, small[found])
+    del rows
+    return plain, detail
+
+
+def _blur(sig: np.ndarray) -> np.ndarray:
+    """(P, S, S) -> the [1, 4, 6, 4, 1] / 16 kernel along each axis (about a Gaussian of
+    sigma 1), edges repeated."""
+    p = np.pad(sig, ((0, 0), (2, 2), (0, 0)), mode="edge")
+    n = sig.shape[1]
+    rows = (p[:, 0:n] + p[:, 4:n + 4] + 4 * (p[:, 1:n + 1] + p[:, 3:n + 3]) + 6 * p[:, 2:n + 2])
+    p = np.pad(rows, ((0, 0), (0, 0), (2, 2)), mode="edge")
+    m = sig.shape[2]
+    return (p[:, :, 0:m] + p[:, :, 4:m + 4] + 4 * (p[:, :, 1:m + 1] + p[:, :, 3:m + 3])
+            + 6 * p[:, :, 2:m + 2]) / 256.0
+
+
+def _scores(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(P, S, S) pairs -> (layout NCC, detail NCC): the detail is what a blur of sigma ~1
+    removes (edges, seams, print), where look-alikes of one silhouette differ most."""
+    n = len(a)
+    ha, hb = a - _blur(a), b - _blur(b)
+    # the outermost cells are left out: they straddle the box's edge, so a box a fraction
+    # of a cell off changes them most (a rectangular product's whole outline)
+    a, b, ha, hb = (v[:, RIM:-RIM, RIM:-RIM] for v in (a, b, ha, hb))
+    plain = np.einsum("pn,pn->p", _unit(a.reshape(n, -1)), _unit(b.reshape(n, -1)))
+    detail = np.einsum("pn,pn->p", _unit(ha.reshape(n, -1)), _unit(hb.reshape(n, -1)))
+    return plain, detail
+
+
+def touches(box: np.ndarray) -> np.ndarray:
+    """(N, 4) boxes -> (N, 4) bool: left, top, right, bottom side at the frame edge."""
+    return np.stack([box[:, 0] <= TOUCH, box[:, 1] <= TOUCH, box[:, 2] >= 1 - TOUCH,
+                     box[:, 3] >= 1 - TOUCH], axis=1)
+
+
+def structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray,
+                     i: np.ndarray, j: np.ndarray, *, good_enough: float = 1.0,
+                     mirrored: bool = True) -> tuple[np.ndarray, ...]:
+    """(layout, detail, mirrored layout, mirrored detail, layout as they are) correlations
+    of pairs (i, j), each the best alignment's (see the module docstring); the last is -1
+    where the aspect ratios differ. ``frame_aspect`` (N,): each image's width / height in
+    pixels. Pairs whose plain layout correlation reaches ``good_enough`` skip the region
+    search; so does a direction whose smaller box touches no side of its frame (nothing
+    was cut from it: it is the whole product, and can only line up as it is).
+    ``mirrored=False`` leaves the mirrored scores at -1 (half the work)."""
+    sig = np.asarray(sig)
+    box = np.asarray(box, np.float32)
+    aspect = (box[:, 2] - box[:, 0]) * frame_aspect / np.maximum(box[:, 3] - box[:, 1], 1e-3)
+    touch = touches(box)
+    cut = touch.any(axis=1)
+    out = np.full((5, i.size), -1.0, np.float32)
+    for s in range(0, i.size, 4096):
+        pi, pj = i[s:s + 4096], j[s:s + 4096]
+        a = sig[pi].astype(np.float32)
+        b = sig[pj].astype(np.float32)
+        fb = np.ascontiguousarray(b[:, :, ::-1])
+        near = np.abs(np.log(aspect[pi] / aspect[pj])) <= PLAIN_ASPECT
+        best = np.full((5, pi.size), -1.0, np.float32)
+        best[0], best[1] = np.where(near, _scores(a, b), -1.0)
+        if mirrored:
+            best[2], best[3] = np.where(near, _scores(a, fb), -1.0)
+        best[4] = best[0]
+        todo = np.flatnonzero((best[0] < good_enough) & (cut[pi] | cut[pj]))
+        for c in range(0, todo.size, _PAIRS):
+            t = todo[c:c + _PAIRS]
+            ta, tb = touch[pi[t]], touch[pj[t]]
+            ra, rb = aspect[pi[t]], aspect[pj[t]]
+            views = [(0, b[t], tb)]
+            if mirrored:
+                views.append((2, fb[t], tb[:, [2, 1, 0, 3]]))  # mirrored: left, right swap
+            for k, other, tt in views:
+                for b_small in (True, False):
+                    small_cut = cut[pj[t]] if b_small else cut[pi[t]]
+                    if not small_cut.any():
+                        continue
+                    got = (_region(a[t], other, ra, rb, tt) if b_small
+                           else _region(other, a[t], rb, ra, ta))
+                    better = (got[0] > best[k, t]) & small_cut
+                    best[k, t[better]] = got[0][better]
+                    best[k + 1, t[better]] = got[1][better]
+        out[:, s:s + 4096] = best
+    return out[0], out[1], out[2], out[3], out[4]
+
+
+def colour_summary(colour: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(N, 8, 8, 3) stored Lab cells -> product mean a*b* (N, 2) and L* (N,), cells weighted by
+    their distance from white (backdrop cells weigh nothing)."""
+    lab = lab_cells(colour).reshape(len(colour), -1, 3)
+    dist = np.linalg.norm(lab - np.array([100.0, 0.0, 0.0], np.float32), axis=2)
+    w = np.clip(dist - 4.0, 0.0, None) + 1e-3
+    w /= w.sum(axis=1, keepdims=True)
+    return np.einsum("nc,ncd->nd", w, lab[:, :, 1:]), np.einsum("nc,nc->n", w, lab[:, :, 0])
+
+
+def colour_agrees(ab: np.ndarray, lightness: np.ndarray, i: np.ndarray, j: np.ndarray, *,
+                  max_ab: float, ab_share: float, max_l: float) -> np.ndarray:
+    """bool per pair: the product's colour is the same up to a light edit."""
+    dab = np.linalg.norm(ab[i] - ab[j], axis=1)
+    chroma = np.maximum(np.linalg.norm(ab[i], axis=1), np.linalg.norm(ab[j], axis=1))
+    return (dab <= np.maximum(max_ab, ab_share * chroma)) & (
+        np.abs(lightness[i] - lightness[j]) <= max_l)
+
+
+def cell_colour_residual(colour: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Per pair, the largest colour change of one 8x8 cell of the box that a global light
+    edit does not explain: L* of j's cells is fitted as a + b * L* of i's and the a*b* as
+    c * a*b* (least squares, cells weighted by their distance from white), and the worst
+    remaining ΔE76 of a product cell is returned. A colourway that recolours part of the
+    product (a skin tone, a sole) leaves cells the fit cannot reach; a light edit does not.
+    Meaningful for pairs aligned as they are (not for crops)."""
+    lab = lab_cells(colour).reshape(len(colour), -1, 3)
+    a, b = lab[i], lab[j]
+    white = np.array([100.0, 0.0, 0.0], np.float32)
+    w = np.maximum(np.linalg.norm(a - white, axis=2), np.linalg.norm(b - white, axis=2))
+    w = np.clip(w - 4.0, 0.0, None)
+    sw = np.maximum(w.sum(axis=1, keepdims=True), 1e-6)
+    la, lb = a[..., 0], b[..., 0]
+    ma, mb = (w * la).sum(1, keepdims=True) / sw, (w * lb).sum(1, keepdims=True) / sw
+    slope = ((w * (la - ma) * (lb - mb)).sum(1, keepdims=True)
+             / np.maximum((w * (la - ma) ** 2).sum(1, keepdims=True), 1e-6))
+    rl = lb - (mb + slope * (la - ma))
+    aba, abb = a[..., 1:], b[..., 1:]
+    gain = ((w[..., None] * aba * abb).sum((1, 2)) /
+            np.maximum((w[..., None] * aba * aba).sum((1, 2)), 1e-6))[:, None, None]
+    rab = np.linalg.norm(abb - gain * aba, axis=2)
+    resid = np.sqrt(rl ** 2 + rab ** 2)
+    return np.where(w > 8.0, resid, 0.0).max(axis=1)
