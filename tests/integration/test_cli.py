@@ -28,9 +28,9 @@ def store(catalog, tmp_path_factory):
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     truth = catalog.truth()
-    assert summary["total"] == 40
+    assert summary["total"] == catalog.n_images  # 40 products + generated colourways/mirrors
     assert summary["failed"] == len(truth["corrupt"])
-    assert summary["ingested"] == 40 - len(truth["corrupt"])
+    assert summary["ingested"] == catalog.n_images - len(truth["corrupt"])
     return path
 
 
