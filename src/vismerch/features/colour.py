@@ -52,6 +52,7 @@ from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
     parse_colour,
 )
 from vismerch.features.colourspace import ciede2000, lab_to_srgb, srgb_to_lab
+from vismerch.features.dupsig import BOX_GRID
 from vismerch.features.dupsig import empty_columns as dup_empty_columns
 from vismerch.features.dupsig import signatures as dup_signatures
 from vismerch.features.hashing import luma, pack_bits, phash_bits, structure_signature
@@ -146,7 +147,8 @@ class ColourBackend:
             return _empty_batch()
         with torch.inference_mode():
             out = self._encode(x.to(self.device), _StageClock(profile, self.device))
-            dup = dup_signatures(x.to(self.device))  # framing/light-invariant: dupsig.py
+            # framing/light-invariant duplicate signature (dupsig.py), from the same means
+            dup = dup_signatures(x.to(self.device), grid=out.pop("box_grid", None))
         vectors = out.pop("vector").float().cpu().numpy()
         bits = out.pop("phash_bits")
         structure = out.pop("structure").cpu().numpy()  # uint8: 1 KiB per image
@@ -170,6 +172,8 @@ class ColourBackend:
             "structure": torch.cat([p[3] for p in parts]),
         }
         rgb = torch.cat([p[2] for p in parts])  # (B, G, G, 3) area-averaged sRGB
+        if all(p[5] is not None for p in parts):
+            out["box_grid"] = torch.cat([p[5] for p in parts])  # for dupsig.signatures
         grey = torch.cat([p[4] for p in parts])  # (B, G, G) its luma
         clock("full_size: hash, blur, shrink")
         lab = srgb_to_lab(rgb)  # (B, G, G, 3)
@@ -251,16 +255,24 @@ class _StageClock:
 
 def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """uint8 (b, S, S, 3) -> (phash bits, blur, channels-last GRID x GRID sRGB means,
-    32x32 uint8 structure signature, GRID x GRID luma of those means)."""
+    32x32 uint8 structure signature, GRID x GRID luma of those means, and the
+    BOX_GRID x BOX_GRID means the duplicate signature starts from, or None)."""
     xf = x.to(torch.float32)
     h, w = x.shape[1:3]
-    if h % GRID == 0 and w % GRID == 0 and h == w:
+    fine = None
+    if h == w and h % BOX_GRID == 0:
+        # one pass over the full-size floats serves both: the 64x64 means are 2x2 means of
+        # the 128x128 ones, which dupsig.signatures would otherwise recompute from x
+        fine = quality.cell_mean(xf, h // BOX_GRID)
+        rgb = quality.cell_mean(fine, BOX_GRID // GRID)
+    elif h % GRID == 0 and w % GRID == 0 and h == w:
         rgb = quality.cell_mean(xf, h // GRID)
     else:
         rgb = _shrink(xf.permute(0, 3, 1, 2), GRID).permute(0, 2, 3, 1).contiguous()
     # the hash's 32x32 area means are 2x2 means of the 64x64 ones (luma is linear)
     grey = luma(rgb)
-    return phash_bits(grey), quality.blur_metric(luma(xf)), rgb, structure_signature(grey), grey
+    return (phash_bits(grey), quality.blur_metric(luma(xf)), rgb, structure_signature(grey), grey,
+            fine)
 
 
 _lattices: dict[tuple[int, int, str], tuple[torch.Tensor, ...]] = {}
