@@ -467,13 +467,7 @@ def _duplicate(src_bytes: bytes, item: _Item, rng, src_info: dict) -> tuple[byte
         if rng.random() < 0.5:
             f = rng.uniform(lo, max(0.8, min(1.0, lo + 0.08)))
             img = img.resize((round(img.width * f), round(img.height * f)), Image.LANCZOS)
-    buf = io.BytesIO()
-    if item.fmt == "jpeg":
-        img.save(buf, "JPEG", quality=int(rng.integers(58, 78)))
-    else:
-        img.save(buf, "PNG" if item.fmt == "png" else "WEBP",
-                 **({"compress_level": 1} if item.fmt == "png" else {"quality": 82}))
-    return buf.getvalue(), info
+    return _encoded(img, item.fmt, rng, (58, 78)), info
 
 
 def _edited_copy(img: Image.Image, item: _Item, rng, info: dict) -> tuple[bytes, dict]:
@@ -482,13 +476,18 @@ def _edited_copy(img: Image.Image, item: _Item, rng, info: dict) -> tuple[bytes,
     info.update(done)
     if item.dup_transform in edits.NO_QUALITY_TRUTH:
         info["quality_truth"] = False  # its framing/exposure verdicts are not modelled
+    return _encoded(img, item.fmt, rng, (58, 90)), info
+
+
+def _encoded(img: Image.Image, fmt: str, rng, jpeg_quality: tuple[int, int]) -> bytes:
+    """A copy's file bytes: JPEG at a random quality in ``jpeg_quality``, else PNG/WebP."""
     buf = io.BytesIO()
-    if item.fmt == "jpeg":
-        img.save(buf, "JPEG", quality=int(rng.integers(58, 90)))
+    if fmt == "jpeg":
+        img.save(buf, "JPEG", quality=int(rng.integers(*jpeg_quality)))
     else:
-        img.save(buf, "PNG" if item.fmt == "png" else "WEBP",
-                 **({"compress_level": 1} if item.fmt == "png" else {"quality": 82}))
-    return buf.getvalue(), info
+        img.save(buf, "PNG" if fmt == "png" else "WEBP",
+                 **({"compress_level": 1} if fmt == "png" else {"quality": 82}))
+    return buf.getvalue()
 
 
 def _lookalike(src_bytes: bytes, item: _Item, rng, src_info: dict) -> tuple[bytes, dict]:
