@@ -30,16 +30,12 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import simplejpeg  # libjpeg-turbo straight into numpy (same pixels as Pillow's); a core dependency
 import torch
 import torch.nn.functional as F
 from PIL import Image, ImageCms, ImageOps, UnidentifiedImageError
 
 from vismerch.errors import DecodeError
-
-try:  # optional speed-up: libjpeg-turbo straight into numpy (same pixels as Pillow's)
-    import simplejpeg
-except ImportError:  # pragma: no cover - a core dependency; Pillow alone still works
-    simplejpeg = None
 
 SUPPORTED_FORMATS = frozenset({"JPEG", "MPO", "PNG", "WEBP", "GIF", "BMP", "TIFF"})
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
@@ -174,7 +170,7 @@ def _plain_jpeg(data: bytes, working_size: int, max_pixels: int) -> tuple[np.nda
     draft leaves within 2x of the target. Pillow's marker parsing alone costs ~0.4 ms per
     file; a walk over the segment headers costs microseconds. None: anything else (the
     Pillow path decides, and gives any refusal its reason)."""
-    if simplejpeg is None or not data.startswith(b"\xff\xd8\xff"):
+    if not data.startswith(b"\xff\xd8\xff"):
         return None
     i, n = 2, len(data)
     while True:  # segment headers up to the start of scan

@@ -61,13 +61,9 @@ def encode_thumb(thumb: Any, fmt: str) -> bytes:
     _, pillow_format, options = THUMB_FORMATS[fmt]
     if isinstance(thumb, np.ndarray):
         if fmt == "jpeg":
-            try:
-                import simplejpeg
+            import simplejpeg
 
-                return simplejpeg.encode_jpeg(np.ascontiguousarray(thumb), options["quality"],
-                                              "RGB", "420")
-            except ImportError:  # pragma: no cover - Pillow encodes the same settings
-                pass
+            return simplejpeg.encode_jpeg(np.ascontiguousarray(thumb), options["quality"], "RGB", "420")
         thumb = Image.fromarray(thumb)
     buf = io.BytesIO()
     thumb.save(buf, pillow_format, **options)
