@@ -146,9 +146,10 @@ class ColourBackend:
         if x.shape[0] == 0:
             return _empty_batch()
         with torch.inference_mode():
-            out = self._encode(x.to(self.device), _StageClock(profile, self.device))
+            x = x.to(self.device)  # one host-to-device copy serves both
+            out = self._encode(x, _StageClock(profile, self.device))
             # framing/light-invariant duplicate signature (dupsig.py), from the same means
-            dup = dup_signatures(x.to(self.device), grid=out.pop("box_grid", None))
+            dup = dup_signatures(x, grid=out.pop("box_grid", None))
         vectors = out.pop("vector").float().cpu().numpy()
         bits = out.pop("phash_bits")
         structure = out.pop("structure").cpu().numpy()  # uint8: 1 KiB per image

@@ -24,6 +24,7 @@ light edit explains (``colour_cell``: a colourway that recolours part of the pro
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 
@@ -31,7 +32,7 @@ import faiss
 import numpy as np
 
 from vismerch.merch import dupmatch
-from vismerch.merch.dedup import hamming_neighbours
+from vismerch.merch.dedup import _codes, hamming_neighbours
 
 VEC_GRID = 8
 _QUERY_BATCH = 8_192
@@ -77,13 +78,17 @@ class Signatures:
     def __len__(self) -> int:
         return len(self.box)
 
+    @functools.cached_property
+    def tone(self) -> tuple[np.ndarray, np.ndarray]:
+        """``dupmatch.colour_summary`` of the colour cells, once (search and confirm use it)."""
+        return dupmatch.colour_summary(self.colour)
+
     def vectors(self) -> np.ndarray:
         """(N, 67) float32 unit rows for the neighbour search (see the module docstring)."""
         n = len(self)
-        k = self.sig.shape[-1] // VEC_GRID
-        coarse = self.sig.astype(np.float32).reshape(n, VEC_GRID, k, VEC_GRID, k).mean(axis=(2, 4))
+        coarse = dupmatch._shrink(self.sig.astype(np.float32), VEC_GRID)
         coarse = dupmatch._unit(coarse.reshape(n, -1))
-        ab, lightness = dupmatch.colour_summary(self.colour)
+        ab, lightness = self.tone
         tone = np.concatenate([ab, lightness[:, None]], axis=1) / 100.0
         out = np.concatenate([0.8 * coarse, 0.2 * tone], axis=1).astype(np.float32)
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-6)
@@ -92,7 +97,7 @@ class Signatures:
 def confirm(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules,
             ) -> tuple[np.ndarray, np.ndarray]:
     """(ok mask, structure score) for candidate pairs (i, j)."""
-    ab, lightness = dupmatch.colour_summary(sigs.colour)
+    ab, lightness = sigs.tone
     same_colour = dupmatch.colour_agrees(ab, lightness, i, j, max_ab=rules.colour_ab,
                                          ab_share=rules.colour_ab_share, max_l=rules.colour_l)
     score = np.full(i.size, -1.0, np.float32)
@@ -159,7 +164,7 @@ def candidates_new(sigs: Signatures, new: np.ndarray, rules: DupRules,
     if not new.size or n < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     start = time.perf_counter()
-    codes = np.ascontiguousarray(sigs.hash.astype("<u8")).view(np.uint8).reshape(-1, 8)
+    codes = _codes(sigs.hash)
     flat = faiss.IndexBinaryFlat(64)
     flat.add(codes)
     lims, _, nbr = flat.range_search(codes[new], rules.hash_radius + 1)

@@ -24,11 +24,11 @@ from vismerch.config import Settings, load_settings, setting
 from vismerch.serve import errors
 from vismerch.serve.auth import Authenticator, RateLimiter
 from vismerch.serve.routes import ui
+from vismerch.serve.sessions import WRITE_METHODS
 
 API_PREFIX = "/api/v1"
 ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin",
                  "versions", "collections", "rules", "jobs", "plan")
-WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _AUDIT_BODY_BYTES = 4096  # the start of a JSON write body is kept in the audit row
 
 

@@ -213,7 +213,8 @@ def save_draft(ws: Workspace, collection: str, name: str, *, columns: int | Sequ
     if vstore.version_row(ws.store, collection, name) is not None:  # before the arrangement's cost
         raise Conflict(f"{collection} already has a version named {name!r}",
                        hint="save under a new name (a draft can be edited: PUT its order)")
-    result = arrange_collection(ws.store, collection, columns=widths, mode=mode, settings=ws.settings)
+    result = arrange_collection(ws.store, collection, columns=widths, mode=mode, settings=ws.settings,
+                                load_features=ws.features)  # the workspace's cached vectors
     return save_order(ws, collection, name, result, by=by)
 
 
