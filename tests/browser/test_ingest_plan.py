@@ -14,19 +14,6 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def routes_exist(server):
-    """These pages call POST /jobs and POST /plan (the jobs branch of issue 9)."""
-    import json
-    import urllib.request
-
-    with urllib.request.urlopen(f"{server}/openapi.json", timeout=30) as res:
-        paths = json.loads(res.read())["paths"]
-    missing = [p for p in ("/api/v1/jobs", "/api/v1/plan") if p not in paths]
-    if missing:
-        pytest.skip(f"the API has no {', '.join(missing)} yet")
-
-
-@pytest.fixture(scope="module")
 def dropin(store):
     """A folder under the server's source root: two good images and a file that is not one."""
     path = store[0].parent.parent / "dropin"
@@ -41,8 +28,7 @@ def dropin(store):
     return path
 
 
-def test_admin_ingests_a_folder_and_sees_progress_and_the_refused_file(page, store, server, dropin,
-                                                                       routes_exist):
+def test_admin_ingests_a_folder_and_sees_progress_and_the_refused_file(page, store, server, dropin):
     _, keys, _ = store
     sign_in(page, keys["admin"])
     page.click("#nav a[data-page=ingest]")
@@ -71,7 +57,7 @@ def test_non_admins_do_not_see_the_ingest_page(page, store):
     assert page.locator("#ingest-form").count() == 0
 
 
-def test_plan_form_gives_a_table_and_plots(page, store, routes_exist):
+def test_plan_form_gives_a_table_and_plots(page, store):
     _, keys, _ = store
     sign_in(page, keys["viewer"])
     page.click("#nav a[data-page=plan]")
