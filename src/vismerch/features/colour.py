@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from vismerch.errors import UsageError
-from vismerch.features import quality
+from vismerch.features import dupsig, quality
 from vismerch.features.base import COLOUR_VERSION, FeatureBatch
 from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
     MULTICOLOUR,
@@ -53,8 +53,6 @@ from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
 )
 from vismerch.features.colourspace import ciede2000, lab_to_srgb, srgb_to_lab
 from vismerch.features.dupsig import BOX_GRID
-from vismerch.features.dupsig import empty_columns as dup_empty_columns
-from vismerch.features.dupsig import signatures as dup_signatures
 from vismerch.features.hashing import luma, pack_bits, phash_bits, structure_signature
 
 VERSION = COLOUR_VERSION  # 2: 32x32 structure signature; 3: palette without thin dark outlines
@@ -146,10 +144,8 @@ class ColourBackend:
         if x.shape[0] == 0:
             return _empty_batch()
         with torch.inference_mode():
-            x = x.to(self.device)  # one host-to-device copy serves both
-            out = self._encode(x, _StageClock(profile, self.device))
-            # framing/light-invariant duplicate signature (dupsig.py), from the same means
-            dup = dup_signatures(x, grid=out.pop("box_grid", None))
+            x = x.to(self.device)
+            out, dup = self._encode(x, _StageClock(profile, self.device))
         vectors = out.pop("vector").float().cpu().numpy()
         bits = out.pop("phash_bits")
         structure = out.pop("structure").cpu().numpy()  # uint8: 1 KiB per image
@@ -161,22 +157,30 @@ class ColourBackend:
 
     # ------------------------------------------------------------ the pipeline
 
-    def _encode(self, x: torch.Tensor, clock: _StageClock) -> dict[str, torch.Tensor]:
+    def _encode(self, x: torch.Tensor, clock: _StageClock
+                ) -> tuple[dict[str, torch.Tensor], dict[str, np.ndarray]]:
+        """(feature tensors, the duplicate signature's columns)."""
         b = x.shape[0]
-        # full-size work in small chunks on CPU: big fresh temporaries cost more in page
-        # faults than in arithmetic; on a GPU the whole batch goes at once
+        # full-size work in small chunks on CPU: a chunk's temporaries stay in the core's
+        # cache (a whole batch's are tens of MB, and this is memory-bound); on a GPU the
+        # whole batch goes at once
         step = b if x.device.type != "cpu" else CPU_CHUNK
-        parts = [_full_size(x[i : i + step]) for i in range(0, b, step)]
+        parts, boxes = [], []
+        for i in range(0, b, step):
+            part = _full_size(x[i : i + step])
+            # the framing/light-invariant duplicate signature (dupsig.py) starts from the
+            # chunk's 128x128 means while they are still in cache
+            boxes.append(dupsig.box_cells(x[i : i + step], grid=part[5]))
+            parts.append(part)
+        dup = dupsig.from_cells(torch.cat([p[0] for p in boxes]), torch.cat([p[1] for p in boxes]))
         out: dict[str, torch.Tensor] = {
             "phash_bits": torch.cat([p[0] for p in parts]),
             "blur": torch.cat([p[1] for p in parts]),
             "structure": torch.cat([p[3] for p in parts]),
         }
         rgb = torch.cat([p[2] for p in parts])  # (B, G, G, 3) area-averaged sRGB
-        if all(p[5] is not None for p in parts):
-            out["box_grid"] = torch.cat([p[5] for p in parts])  # for dupsig.signatures
         grey = torch.cat([p[4] for p in parts])  # (B, G, G) its luma
-        clock("full_size: hash, blur, shrink")
+        clock("full_size: hash, blur, shrink, duplicate signature")
         lab = srgb_to_lab(rgb)  # (B, G, G, 3)
         background, clutter = quality.background_stats(lab, BORDER)
         white = torch.tensor(WHITE, device=x.device)
@@ -226,7 +230,7 @@ class ColourBackend:
         }
         out["vector"] = _combine(blocks)
         clock("vector: histogram, layout, edges")
-        return out
+        return out, dup
 
 
 class _StageClock:
@@ -481,15 +485,19 @@ def kmeans_palette(points: torch.Tensor, weights: torch.Tensor) -> tuple[torch.T
 def _lloyd(
     points: torch.Tensor, weights: torch.Tensor, centres: torch.Tensor, iters: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Weighted Lloyd iterations; a cluster that loses all its points keeps its centre."""
-    k = centres.shape[1]
+    """Weighted Lloyd iterations; a cluster that loses all its points keeps its centre.
+    Cluster sums by scatter-add of the assignments (a one-hot matrix and its product cost
+    a fifth more, for the same sums)."""
+    b, k = centres.shape[:2]
     p2 = points.pow(2).sum(-1, keepdim=True)
-    mass = torch.zeros(centres.shape[:2], device=points.device, dtype=points.dtype)
+    weighted = points * weights[..., None]
+    mass = torch.zeros(b, k, device=points.device, dtype=points.dtype)
     for _ in range(iters):
-        dist = p2 - 2.0 * points @ centres.transpose(1, 2) + centres.pow(2).sum(-1)[:, None]
-        onehot = F.one_hot(dist.argmin(dim=2), k).to(points.dtype) * weights[..., None]
-        mass = onehot.sum(dim=1)  # (B, K)
-        sums = onehot.transpose(1, 2) @ points
+        dist = torch.baddbmm(p2, points, centres.transpose(1, 2), alpha=-2.0)
+        nearest = (dist + centres.pow(2).sum(-1)[:, None]).argmin(dim=2)  # (B, N)
+        mass = torch.zeros_like(mass).scatter_add_(1, nearest, weights)
+        sums = torch.zeros_like(centres).scatter_add_(
+            1, nearest[..., None].expand(-1, -1, 3), weighted)
         centres = torch.where(mass[..., None] > 0, sums / mass.clamp_min(1e-9)[..., None], centres)
     return centres, mass
 
@@ -605,7 +613,7 @@ def _empty_batch() -> FeatureBatch:
         "background_lab": np.zeros((0, 3), np.float32),
         "phash": np.zeros((0,), np.uint64),
         "structure": np.zeros((0, 32, 32), np.uint8),
-        **dup_empty_columns(),
+        **dupsig.empty_columns(),
     }
     for name in quality.METRIC_NAMES:
         columns[name] = np.zeros((0,), np.float32)

@@ -32,10 +32,11 @@ from dataclasses import dataclass
 import numpy as np
 import simplejpeg  # libjpeg-turbo straight into numpy (same pixels as Pillow's); a core dependency
 import torch
-import torch.nn.functional as F
 from PIL import Image, ImageCms, ImageOps, UnidentifiedImageError
 
 from vismerch.errors import DecodeError
+
+_resize_aa = torch.ops.aten._upsample_bilinear2d_aa.out  # what F.interpolate(antialias=True) runs
 
 SUPPORTED_FORMATS = frozenset({"JPEG", "MPO", "PNG", "WEBP", "GIF", "BMP", "TIFF"})
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff"})
@@ -124,12 +125,13 @@ def resize_array(arr: np.ndarray, size: tuple[int, int]) -> np.ndarray:
         return arr
     if not arr.flags.writeable:
         arr = arr.copy()
-    chw = torch.from_numpy(arr).permute(2, 0, 1)
-    out = F.interpolate(chw[None], size=(height, width), mode="bilinear", antialias=True,
-                        align_corners=False)
-    # channels-last in torch is a plain (1, H, W, 3) layout: ~3x cheaper than numpy's
-    # transposing copy
-    return out.contiguous(memory_format=torch.channels_last)[0].permute(1, 2, 0).numpy()
+    # F.interpolate's kernel works channels-last but returns a single image planar, which
+    # then costs two transposing copies (into planar and back), as long as the resize
+    # itself; the op's out= form writes straight into the (H, W, 3) array
+    out = np.empty((1, height, width, 3), np.uint8)
+    _resize_aa(torch.from_numpy(arr[None]).permute(0, 3, 1, 2), [height, width], False,
+               None, None, out=torch.from_numpy(out).permute(0, 3, 1, 2))
+    return out[0]
 
 
 def resize_rgb(im: Image.Image, size: tuple[int, int]) -> np.ndarray:

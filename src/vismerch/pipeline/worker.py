@@ -29,9 +29,33 @@ def _exit_with_parent(parent: int) -> None:
             os._exit(1)
 
 
+# glibc's malloc serves blocks over its (adaptive) mmap threshold with fresh mmaps and
+# trims the heap top when it frees; the colour backend's per-batch temporaries (a few MB)
+# then come back as zeroed pages every batch: ~600 page faults and ~1 ms of kernel time per
+# image. A worker keeps what it freed instead (its footprint stays at its peak, tens of MB).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+KEEP_FREED_BYTES = 512 << 20
+
+
+def keep_freed_memory() -> bool:
+    """Ask glibc's malloc to reuse freed memory rather than return it to the kernel. True
+    when set; False where there is no glibc ``mallopt`` (macOS, musl): nothing changes."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    # the mmap threshold's maximum on 64-bit glibc is 32 MiB; larger blocks still mmap
+    return bool(mallopt(_M_MMAP_THRESHOLD, 32 << 20)) and bool(
+        mallopt(_M_TRIM_THRESHOLD, KEEP_FREED_BYTES))
+
+
 def init_worker(threads: int = 1) -> None:
-    """Process initialiser: one torch thread per worker so N workers use N cores, and a
-    watcher that ends the worker when its parent is gone."""
+    """Process initialiser: one torch thread per worker so N workers use N cores, malloc
+    that keeps freed memory (``keep_freed_memory``), and a watcher that ends the worker
+    when its parent is gone."""
     global _watching
     import multiprocessing
 
@@ -43,6 +67,7 @@ def init_worker(threads: int = 1) -> None:
     import torch
 
     torch.set_num_threads(max(1, threads))
+    keep_freed_memory()
 
 
 def backends_for(spec: IngestSpec) -> dict[str, Any]:
