@@ -293,3 +293,13 @@ def test_multicolour_is_its_own_field_in_tags_api_filters_and_migrated_stores(tm
     con.close()
     with Store.open(store_dir) as store:
         assert {t["id"]: t for t in store.tags()} == tags
+
+
+def test_workers_keep_freed_memory_where_glibc_allows():
+    """A worker asks glibc's malloc to keep freed memory (no zeroed pages per batch); where
+    there is no glibc mallopt nothing changes and ingest runs the same."""
+    import platform
+
+    from vismerch.pipeline.worker import keep_freed_memory
+
+    assert keep_freed_memory() is (platform.libc_ver()[0] == "glibc")

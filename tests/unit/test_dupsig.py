@@ -129,3 +129,56 @@ def test_empty_columns_match_the_computed_ones():
     assert set(cols) == set(empty)
     for name, value in cols.items():
         assert value.dtype == empty[name].dtype and value.shape[1:] == empty[name].shape[1:]
+
+
+def test_box_sampling_by_matrices_is_bilinear_sampling_then_cell_means():
+    """The signature's content is SUPER x SUPER border-clamped bilinear samples per cell,
+    averaged: the two small matrix products give what grid_sample + avg_pool give."""
+    import torch.nn.functional as F
+
+    from vismerch.features import dupsig
+
+    gen = torch.Generator().manual_seed(3)
+    grid = torch.rand(5, 3, dupsig.BOX_GRID, dupsig.BOX_GRID, generator=gen) * 255
+    lo = torch.tensor([0.0, 0.1, 0.37, 0.5, 0.02])
+    hi = torch.tensor([1.0, 0.8, 0.61, 0.99, 0.3])
+    box = torch.stack([lo, lo.flip(0), hi, hi.flip(0)], dim=1)  # x0, y0, x1, y1
+    rows = dupsig._area_rows(box[:, 1], box[:, 3], dupsig.BOX_GRID)
+    cols = dupsig._area_rows(box[:, 0], box[:, 2], dupsig.BOX_GRID)
+    got = rows[:, None] @ grid @ cols.transpose(1, 2)[:, None]
+    n = dupsig.SUPER * dupsig.SIG
+    t = (torch.arange(n, dtype=torch.float32) + 0.5) / n
+    gx = (box[:, 0:1] + (box[:, 2:3] - box[:, 0:1]) * t) * 2 - 1
+    gy = (box[:, 1:2] + (box[:, 3:4] - box[:, 1:2]) * t) * 2 - 1
+    where = torch.stack([gx[:, None, :].expand(5, n, n), gy[:, :, None].expand(5, n, n)], dim=3)
+    want = F.avg_pool2d(F.grid_sample(grid, where, mode="bilinear", padding_mode="border",
+                                      align_corners=False), dupsig.SUPER)
+    assert torch.allclose(got, want, atol=1e-3)
+
+
+def test_ring_backdrop_is_the_median_of_the_ring_cells():
+    """The histogram medians equal torch's (lower) median of the ring's cells, for grids of
+    2x2 means of uint8 pixels (quarter levels), and the fallback applies to a product that
+    fills its frame."""
+    from vismerch.features import dupsig
+
+    gen = torch.Generator().manual_seed(4)
+    g = dupsig.BOX_GRID
+    pixels = torch.randint(0, 256, (4, 3, 2 * g, 2 * g), generator=gen).float()
+    grid = torch.nn.functional.avg_pool2d(pixels, 2)
+    cells = torch.tensor([[30.0, 40.0, 90.0, 100.0], [0.0, 0.0, 64.0, 128.0],
+                          [10.5, 20.25, 11.0, 21.0], [0.0, 0.0, 128.0, 128.0]])
+    fallback = torch.full((4, 3), 77.0)
+    got = dupsig._ring_backdrop(grid, cells, fallback)
+    idx = torch.arange(g, dtype=torch.float32)
+    for b in range(3):
+        x0, y0, x1, y1 = cells[b]
+        pad_out, pad_in = dupsig.RING_GAP + dupsig.RING, dupsig.RING_GAP
+        ys_out = (idx >= y0 - pad_out) & (idx < y1 + pad_out)
+        xs_out = (idx >= x0 - pad_out) & (idx < x1 + pad_out)
+        ys_in = (idx >= y0 - pad_in) & (idx < y1 + pad_in)
+        xs_in = (idx >= x0 - pad_in) & (idx < x1 + pad_in)
+        ring = (ys_out[:, None] & xs_out[None]) & ~(ys_in[:, None] & xs_in[None])
+        want = grid[b][:, ring].median(dim=1).values.clamp_min(16.0)
+        assert torch.equal(got[b], want), b
+    assert torch.equal(got[3], fallback[3])  # no ring cell inside the frame
