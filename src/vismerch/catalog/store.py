@@ -37,19 +37,24 @@ THUMB_FORMATS = {  # thumb_format setting -> (suffix, Pillow format, save option
 THUMB_SUFFIXES = tuple(suffix for suffix, _, _ in THUMB_FORMATS.values())
 
 
-def write_description(con: sqlite3.Connection, sha: str, colours: list[tuple[str, str, float]],
-                      flags: list[tuple[str, float, bool]], multicolour: bool = False) -> None:
-    """Replace one image's colour names, multicolour verdict and quality flags (inside the
-    caller's transaction)."""
-    con.execute("DELETE FROM colours WHERE sha256 = ?", (sha,))
+def write_descriptions(con: sqlite3.Connection,
+                       described: list[tuple[str, list[tuple[str, str, float]],
+                                             list[tuple[str, float, bool]], bool]]) -> None:
+    """Replace the colour names, multicolour verdict and quality flags of images given as
+    ``(sha, colours, flags, multicolour)``, inside the caller's transaction: one statement
+    per table for all of them (a task's commit runs a few statements, not a few per image)."""
+    keys = [(sha,) for sha, _, _, _ in described]
+    con.executemany("DELETE FROM colours WHERE sha256 = ?", keys)
     con.executemany("INSERT INTO colours (sha256, rank, name, hex, weight) VALUES (?,?,?,?,?)",
-                    [(sha, rank, name, hx, w) for rank, (name, hx, w) in enumerate(colours)])
-    con.execute("DELETE FROM multicolour WHERE sha256 = ?", (sha,))
-    if multicolour:
-        con.execute("INSERT INTO multicolour (sha256) VALUES (?)", (sha,))
-    con.execute("DELETE FROM quality WHERE sha256 = ?", (sha,))
+                    [(sha, rank, name, hx, w) for sha, colours, _, _ in described
+                     for rank, (name, hx, w) in enumerate(colours)])
+    con.executemany("DELETE FROM multicolour WHERE sha256 = ?", keys)
+    con.executemany("INSERT INTO multicolour (sha256) VALUES (?)",
+                    [(sha,) for sha, _, _, mixed in described if mixed])
+    con.executemany("DELETE FROM quality WHERE sha256 = ?", keys)
     con.executemany("INSERT INTO quality (sha256, name, value, flagged) VALUES (?,?,?,?)",
-                    [(sha, name, value, int(flagged)) for name, value, flagged in flags])
+                    [(sha, name, value, int(flagged)) for sha, _, flags, _ in described
+                     for name, value, flagged in flags])
 
 
 def utc_timestamp() -> str:

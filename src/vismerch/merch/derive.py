@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 
-from vismerch.catalog.store import Features, Product, Store, write_description
+from vismerch.catalog.store import Features, Product, Store, write_descriptions
 from vismerch.config import Settings
 
 AUDIT_COLUMNS = ("colour", "color")
@@ -76,8 +76,8 @@ def refresh_descriptions(store: Store, features: Features, settings: Settings,
         columns = {name: values[take] for name, values in features.columns.items()}
         colours, multi, flags = describe(columns, [sizes[sha] for sha in shas], settings)
         with store.transaction() as con:
-            for sha, named, mixed, judged in zip(shas, colours, multi, flags, strict=True):
-                write_description(con, sha, named, judged, mixed)
+            write_descriptions(con, [(sha, named, judged, mixed) for sha, named, mixed, judged
+                                     in zip(shas, colours, multi, flags, strict=True)])
     store.set_meta(DESCRIBE_KEY, key)
     return len(shas)
 

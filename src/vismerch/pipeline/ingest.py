@@ -24,7 +24,7 @@ from typing import Any
 from vismerch.catalog.lock import writer_lock
 from vismerch.catalog.shards import drop_broken_shards, record_shard, remove_orphans
 from vismerch.catalog.sources import ProductRecord, read_source
-from vismerch.catalog.store import THUMB_FORMATS, Store, utc_timestamp, write_description
+from vismerch.catalog.store import THUMB_FORMATS, Store, utc_timestamp, write_descriptions
 from vismerch.config import Settings, load_settings
 from vismerch.errors import JobFailed, StoreError, UsageError
 from vismerch.pipeline.plan import plan_tasks
@@ -51,10 +51,9 @@ class IngestSummary:
         return asdict(self)
 
 
-def _upsert_product(con, record: ProductRecord, run_id: int, **fields: Any) -> None:
-    con.execute(
-        """INSERT INTO products (id, image_path, sha256, status, title, description, category, brand,
-               price, stock, sales, created_at, attributes, file_size, file_mtime, updated_run)
+_UPSERT_PRODUCT = """INSERT INTO products (id, image_path, sha256, status, title, description,
+               category, brand, price, stock, sales, created_at, attributes, file_size, file_mtime,
+               updated_run)
            VALUES (:id, :image_path, :sha256, :status, :title, :description, :category, :brand,
                :price, :stock, :sales, :created_at, :attributes, :file_size, :file_mtime, :run)
            ON CONFLICT(id) DO UPDATE SET image_path=excluded.image_path, sha256=excluded.sha256,
@@ -62,16 +61,22 @@ def _upsert_product(con, record: ProductRecord, run_id: int, **fields: Any) -> N
                category=excluded.category, brand=excluded.brand, price=excluded.price,
                stock=excluded.stock, sales=excluded.sales, created_at=excluded.created_at,
                attributes=excluded.attributes, file_size=excluded.file_size,
-               file_mtime=excluded.file_mtime, updated_run=excluded.updated_run""",
-        {
-            "id": record.id, "image_path": record.location, "title": record.title,
-            "description": record.description, "category": record.category, "brand": record.brand,
-            "price": record.price, "stock": record.stock, "sales": record.sales,
-            "created_at": record.created_at,
-            "attributes": json.dumps(record.attributes, sort_keys=True, default=str),
-            "run": run_id, **fields,
-        },
-    )
+               file_mtime=excluded.file_mtime, updated_run=excluded.updated_run"""
+
+
+def _product_row(record: ProductRecord, run_id: int, **fields: Any) -> dict[str, Any]:
+    return {
+        "id": record.id, "image_path": record.location, "title": record.title,
+        "description": record.description, "category": record.category, "brand": record.brand,
+        "price": record.price, "stock": record.stock, "sales": record.sales,
+        "created_at": record.created_at,
+        "attributes": json.dumps(record.attributes, sort_keys=True, default=str),
+        "run": run_id, **fields,
+    }
+
+
+def _upsert_product(con, record: ProductRecord, run_id: int, **fields: Any) -> None:
+    con.execute(_UPSERT_PRODUCT, _product_row(record, run_id, **fields))
 
 
 _METADATA = "title, description, category, brand, price, stock, sales, created_at, attributes"
@@ -91,37 +96,41 @@ def _update_metadata(con, records: list[ProductRecord]) -> None:
 
 
 def _commit_task(store: Store, result: TaskResult, records: dict[str, ProductRecord], run_id: int) -> None:
+    """One task in one transaction, a few statements per table (executemany), not per image."""
+    images, cleared, errors, products = [], [], [], []
+    for item in result.items:
+        record = records[item.product_id]
+        if item.unchanged:  # 304: the image row and features from its last download hold
+            cleared.append((item.product_id,))
+            products.append(_product_row(record, run_id, sha256=item.sha256, status="ok",
+                                         file_size=None, file_mtime=None))
+        elif item.reason is None:
+            images.append((item.sha256, item.width, item.height, item.nbytes, item.format))
+            cleared.append((item.product_id,))
+            products.append(_product_row(record, run_id, sha256=item.sha256, status="ok",
+                                         file_size=item.file_size, file_mtime=item.file_mtime))
+        else:
+            errors.append((item.product_id, record.location, item.sha256, item.reason,
+                           item.detail, run_id))
+            products.append(_product_row(record, run_id, sha256=item.sha256, status="failed",
+                                         file_size=item.file_size, file_mtime=item.file_mtime))
     with store.transaction() as con:
         for shard in result.shards:
             record_shard(con, shard.backend, shard.fingerprint, shard.spec_key, shard.path,
                          shard.sha256, run_id)
-        for sha, colours in result.colours.items():
-            write_description(con, sha, colours, result.quality.get(sha, []),
-                              result.multicolour.get(sha, False))
+        write_descriptions(con, [(sha, colours, result.quality.get(sha, []),
+                                  result.multicolour.get(sha, False))
+                                 for sha, colours in result.colours.items()])
         for item in result.items:
             record = records[item.product_id]
             if record.image_url is not None and item.sha256 and item.reason is None:
                 _record_validators(con, record.image_url, item, run_id)
-            if item.unchanged:  # 304: the image row and features from its last download hold
-                con.execute("DELETE FROM errors WHERE product_id = ?", (item.product_id,))
-                _upsert_product(con, record, run_id, sha256=item.sha256, status="ok",
-                                file_size=None, file_mtime=None)
-            elif item.reason is None:
-                con.execute(
-                    "INSERT OR REPLACE INTO images (sha256, width, height, bytes, format) VALUES (?,?,?,?,?)",
-                    (item.sha256, item.width, item.height, item.nbytes, item.format),
-                )
-                con.execute("DELETE FROM errors WHERE product_id = ?", (item.product_id,))
-                _upsert_product(con, record, run_id, sha256=item.sha256, status="ok",
-                                file_size=item.file_size, file_mtime=item.file_mtime)
-            else:
-                con.execute(
-                    "INSERT OR REPLACE INTO errors (product_id, image_path, sha256, reason, detail, run_id) "
-                    "VALUES (?,?,?,?,?,?)",
-                    (item.product_id, record.location, item.sha256, item.reason, item.detail, run_id),
-                )
-                _upsert_product(con, record, run_id, sha256=item.sha256, status="failed",
-                                file_size=item.file_size, file_mtime=item.file_mtime)
+        con.executemany("INSERT OR REPLACE INTO images (sha256, width, height, bytes, format) "
+                        "VALUES (?,?,?,?,?)", images)
+        con.executemany("DELETE FROM errors WHERE product_id = ?", cleared)
+        con.executemany("INSERT OR REPLACE INTO errors (product_id, image_path, sha256, reason, "
+                        "detail, run_id) VALUES (?,?,?,?,?,?)", errors)
+        con.executemany(_UPSERT_PRODUCT, products)
 
 
 def _record_validators(con, url: str, item: ItemResult, run_id: int) -> None:
