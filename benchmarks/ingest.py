@@ -88,15 +88,15 @@ def micro_costs(paths: list[str], working_size: int, n: int = 256) -> dict:
     import io
 
     import numpy as np
-    import torch
     from PIL import Image
 
     from vismerch.catalog.store import THUMB_FORMATS
     from vismerch.features.colour import ColourBackend
     from vismerch.imaging.decode import decode_image, resize_rgb
     from vismerch.pipeline.runner import encode_thumb
+    from vismerch.pipeline.worker import init_worker
 
-    torch.set_num_threads(1)
+    init_worker(1)  # what a worker runs with: one torch thread, malloc keeping freed memory
     datas = [Path(p).read_bytes() for p in paths[:n]]
     drafts = []
     for data in datas:
@@ -182,11 +182,10 @@ print("RESULT" + json.dumps({"seconds": seconds, "phases": summary.phases,
 _WORKER_CPU_CHILD = """
 import shutil, sys, tempfile, time
 from pathlib import Path
-import torch
-torch.set_num_threads(1)
 from vismerch.config import load_settings
 from vismerch.pipeline.tasks import BackendSpec, IngestSpec, Task, TaskItem
-from vismerch.pipeline.worker import run_task
+from vismerch.pipeline.worker import init_worker, run_task
+init_worker(1)  # as the pool's initialiser sets up every worker (one torch thread, malloc)
 fmt, paths = sys.argv[1], [Path(p) for p in sys.argv[2:]]
 settings = load_settings()
 if fmt:
