@@ -140,3 +140,47 @@ def test_oversized_and_huge_uploads_are_refused(served):
     Image.new("RGB", (64, 64), (200, 20, 20)).save(buf, "PNG")
     r = client.post(f"{API_PREFIX}/search/image?k=3", headers=h, content=buf.getvalue())
     assert r.status_code == 200 and len(r.json()["hits"]) == 3
+
+
+def test_product_ids_with_slashes_reach_detail_similar_and_thumbnail(tmp_path):
+    """Catalog ids like ``SKU/123`` are common: the product routes take them whole, raw or
+    percent-encoded (as the web app and the storefront's thumbnail URLs spell them)."""
+    from urllib.parse import quote
+
+    from fastapi.testclient import TestClient
+
+    from vismerch.catalog import access
+    from vismerch.cli import main
+    from vismerch.config import load_settings
+    from vismerch.serve.app import create_app
+    from vismerch.service.workspace import Workspace
+    from vismerch.testing.catalog import make_manifest, read_manifest_rows, small_catalog
+
+    catalog = small_catalog(tmp_path / "catalog", n=6, seed=5, corrupt=False, flawed=False,
+                            duplicates=False, wrong_listed=False)
+    rows = read_manifest_rows(catalog.manifest_path)
+    for i, row in enumerate(rows):
+        row["id"] = f"shoes/red/{i}" if i % 2 else f"SKU-{i}"
+    manifest = make_manifest(catalog.manifest_path.with_name("slashes.csv"), rows)
+    store = tmp_path / "store"
+    assert main(["ingest", str(manifest), "--store", str(store), "--workers", "1", "--json"]) == 0
+    ws = Workspace.open(store, load_settings(overrides={"serve_rate_limit": 0}))
+    key = access.create_key(ws.store, "viewer")[0]
+    with TestClient(create_app(ws, ws.settings), raise_server_exceptions=False) as client:
+        h = auth(key)
+        for pid in ("shoes/red/1", "shoes/red/3"):
+            for spelled in (pid, quote(pid, safe="")):
+                r = client.get(f"{API_PREFIX}/products/{spelled}", headers=h)
+                assert r.status_code == 200, r.text
+                assert r.json()["id"] == pid
+                r = client.get(f"{API_PREFIX}/products/{spelled}/similar?k=3", headers=h)
+                assert r.status_code == 200, r.text
+                hits = [hit["id"] for hit in r.json()["hits"]]
+                assert hits and pid not in hits
+                r = client.get(f"{API_PREFIX}/products/{spelled}/thumbnail", headers=h)
+                assert r.status_code == 200 and r.headers["content-type"].startswith("image/")
+        r = client.get(f"{API_PREFIX}/products/shoes/red/99", headers=h)
+        assert r.status_code == 404 and "shoes/red/99" in r.json()["error"]["message"]
+        page = client.get(f"{API_PREFIX}/products?limit=10", headers=h).json()
+        assert {item["id"] for item in page["items"]} >= {"shoes/red/1", "shoes/red/3"}
+    ws.close()

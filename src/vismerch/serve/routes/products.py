@@ -45,21 +45,16 @@ def facets(request: Request, filters: dict = Depends(_filters), _: object = view
     return catalog.facets(workspace(request), **filters)
 
 
-@router.get("/products/{product_id}", response_model=ProductDetail,
-            summary="One product: colours, quality, duplicate group, similar items")
-def product(request: Request, product_id: ProductId,
-            similar: Annotated[int, Query(ge=0, le=50, description="How many similar items")] = 8,
-            _: object = viewer) -> ProductDetail:
-    return catalog.product_detail(workspace(request), product_id, similar_k=similar)
-
-
-@router.get("/products/{product_id}/similar", response_model=SearchResult, summary="More like this")
+# Product ids come from the retailer's catalog and may hold "/" (``SKU/123``): the id is a
+# path parameter that may span segments, so the routes with a suffix come first (an id
+# that itself ends in "/similar" or "/thumbnail" is reached through its page's links).
+@router.get("/products/{product_id:path}/similar", response_model=SearchResult, summary="More like this")
 def similar(request: Request, product_id: ProductId, k: Annotated[int, Query(ge=1, le=200)] = 12,
             same_category: bool = False, in_stock: bool = False, _: object = viewer) -> SearchResult:
     return search.similar(workspace(request), product_id, k=k, same_category=same_category, in_stock=in_stock)
 
 
-@router.get("/products/{product_id}/thumbnail", response_class=FileResponse,
+@router.get("/products/{product_id:path}/thumbnail", response_class=FileResponse,
             summary="The product's thumbnail image (any key, storefront included)",
             responses={200: {"content": {"image/webp": {}, "image/jpeg": {}},
                              "description": "The thumbnail"}})
@@ -71,6 +66,14 @@ def thumbnail(request: Request, product_id: ProductId, _: object = Depends(requi
         raise ApiError(404, "not_found", f"product {product_id!r} has no thumbnail", field="product_id")
     return FileResponse(path, media_type=catalog.thumbnail_media_type(path),
                         headers={"Cache-Control": "public, max-age=86400"})
+
+
+@router.get("/products/{product_id:path}", response_model=ProductDetail,
+            summary="One product: colours, quality, duplicate group, similar items")
+def product(request: Request, product_id: ProductId,
+            similar: Annotated[int, Query(ge=0, le=50, description="How many similar items")] = 8,
+            _: object = viewer) -> ProductDetail:
+    return catalog.product_detail(workspace(request), product_id, similar_k=similar)
 
 
 @router.get("/errors", response_model=list[ErrorRow], summary="Images refused at ingest, with reasons")
