@@ -104,8 +104,11 @@ def confirm(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules,
     detail = np.full(i.size, -1.0, np.float32)
     check = np.flatnonzero(same_colour)
     if check.size:
-        plain, fine, m_plain, m_fine, as_is = dupmatch.structure_scores(
+        # the thresholds the scores are judged against below: the fast scores give the
+        # verdicts the exact ones give (dupmatch.fast_structure_scores)
+        plain, fine, m_plain, m_fine, as_is = dupmatch.fast_structure_scores(
             sigs.sig, sigs.box, sigs.frame_aspect, i[check], j[check],
+            layout_at=(rules.structure, rules.layout_alone), detail_at=(rules.detail,),
             good_enough=rules.structure_plain, mirrored=rules.allow_mirror)
         if rules.allow_mirror:  # otherwise a mirrored shot must line up unmirrored: it cannot
             mirrored = m_plain > plain
