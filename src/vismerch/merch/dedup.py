@@ -195,6 +195,79 @@ def hamming_neighbours(hashes: np.ndarray, radius: int, *, max_neighbours: int =
     return key // n, key % n, dist[first]
 
 
+def hamming_nearest(hashes: np.ndarray, radius: int, k: int = 32, *, flat_max: int = FLAT_MAX,
+                    batch: int = 16_384) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`hamming_neighbours` for catalogs where hashes crowd (many images within the
+    radius of each other, many repeated): pairs ``(a, b, distance)``, a < b, each position
+    with its ``k`` nearest within ``radius``. Up to ``flat_max`` hashes it is
+    :func:`hamming_neighbours` itself; above, ties at the k-th distance may resolve to other
+    positions of that distance (the ranking is by distance, then distinct hash, then position).
+
+    Why: a range search returns every hash within the radius (hundreds each when a catalog
+    holds many look-alikes) only for all but k to be dropped. Here each distinct hash asks
+    each multi-index chunk for its k + 1 nearest distinct hashes (FAISS keeps a heap of k):
+    any hash among the k + 1 nearest overall matches some chunk within its flips and is
+    among that chunk's k + 1 nearest, so the union holds them all. A distinct hash's
+    members then take the first k + 1 images of that list (by distance, then position).
+    """
+    h = np.asarray(hashes).astype(np.uint64, copy=False).reshape(-1)
+    n = h.size
+    if n <= flat_max or radius >= 32:
+        return hamming_neighbours(h, radius, max_neighbours=k, flat_max=flat_max)
+    uniq, inv = np.unique(h, return_inverse=True)
+    u = uniq.size
+    order = np.argsort(inv, kind="stable")  # members of each distinct hash, by position
+    sizes = np.bincount(inv, minlength=u)
+    starts = np.cumsum(sizes) - sizes
+    kk = min(k + 1, u)
+    indexes = []
+    for offset, width, flips in plan_chunks(u, radius):
+        idx = faiss.IndexBinaryHash(64, width)
+        idx.nflip = flips
+        codes = _codes(_rotate_right(uniq, offset))
+        idx.add(codes)
+        indexes.append((idx, codes))
+    nearest = np.empty((u, kk), np.int64)
+    near_d = np.empty((u, kk), np.int64)
+    big = np.int64(65 * u)
+    for s in range(0, u, batch):
+        keys = []
+        for idx, codes in indexes:
+            dist, rows = idx.search(codes[s:s + batch], kk)
+            dist, rows = dist.astype(np.int64), rows.astype(np.int64)
+            keys.append(np.where((rows >= 0) & (dist <= radius), dist * u + rows, big))
+        key = np.sort(np.concatenate(keys, axis=1), axis=1)
+        key[:, 1:][key[:, 1:] == key[:, :-1]] = big  # the same hash from several chunks
+        key = np.sort(key, axis=1)[:, :kk]
+        nearest[s:s + len(key)] = np.where(key < big, key % u, -1)
+        near_d[s:s + len(key)] = key // u
+    # the first k + 1 images of each distinct hash's list: whole groups until the last
+    valid = nearest >= 0
+    count = np.where(valid, sizes[nearest.clip(0)], 0)
+    before = np.cumsum(count, axis=1) - count
+    take = np.clip(kk - before, 0, count)
+    owner = np.repeat(np.arange(u), take.sum(axis=1))
+    t = take.reshape(-1)
+    first = np.repeat(starts[nearest.clip(0).reshape(-1)], t)
+    offset = np.arange(t.sum()) - np.repeat(np.cumsum(t) - t, t)
+    listed = order[first + offset]
+    dist_l = np.repeat(near_d.reshape(-1), t)
+    list_len = np.bincount(owner, minlength=u)
+    list_start = np.cumsum(list_len) - list_len
+    # every member x of a distinct hash against its list, itself left out, k at most
+    x_pos, y_at = _ragged_cross(starts, sizes, list_start, list_len)
+    x = order[x_pos]
+    y, d = listed[y_at], dist_l[y_at]
+    keep = x != y
+    x, y, d = x[keep], y[keep], d[keep]
+    group_first = np.r_[0, np.flatnonzero(x[1:] != x[:-1]) + 1]
+    rank = np.arange(x.size) - np.repeat(group_first, np.diff(np.r_[group_first, x.size]))
+    keep = rank < k
+    a, b = np.minimum(x[keep], y[keep]), np.maximum(x[keep], y[keep])
+    key, first_at = np.unique(a * n + b, return_index=True)
+    return key // n, key % n, d[keep][first_at].astype(np.int16)
+
+
 # -- candidate expansion and confirmation -------------------------------------------------
 def _ragged_cross(starts_a: np.ndarray, sizes_a: np.ndarray, starts_b: np.ndarray,
                   sizes_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -32,7 +32,7 @@ import faiss
 import numpy as np
 
 from vismerch.merch import dupmatch
-from vismerch.merch.dedup import _codes, hamming_neighbours
+from vismerch.merch.dedup import _codes, hamming_nearest
 
 VEC_GRID = 8
 _QUERY_BATCH = 8_192
@@ -86,8 +86,10 @@ class Signatures:
     def vectors(self) -> np.ndarray:
         """(N, 67) float32 unit rows for the neighbour search (see the module docstring)."""
         n = len(self)
-        coarse = dupmatch._shrink(self.sig.astype(np.float32), VEC_GRID)
-        coarse = dupmatch._unit(coarse.reshape(n, -1))
+        coarse = np.empty((n, VEC_GRID * VEC_GRID), np.float32)
+        for s in range(0, n, 65_536):  # blockwise: a float copy of all signatures is 4 GB at 1M
+            block = dupmatch._shrink(self.sig[s:s + 65_536].astype(np.float32), VEC_GRID)
+            coarse[s:s + len(block)] = dupmatch._unit(block.reshape(len(block), -1))
         ab, lightness = self.tone
         tone = np.concatenate([ab, lightness[:, None]], axis=1) / 100.0
         out = np.concatenate([0.8 * coarse, 0.2 * tone], axis=1).astype(np.float32)
@@ -141,7 +143,7 @@ def candidates_all(sigs: Signatures, rules: DupRules, exact_max: int = 50_000,
     timings = {} if timings is None else timings
     n = len(sigs)
     start = time.perf_counter()
-    hi, hj, _ = hamming_neighbours(sigs.hash, rules.hash_radius, max_neighbours=32)
+    hi, hj, _ = hamming_nearest(sigs.hash, rules.hash_radius, 32)
     timings["box_hash"] = time.perf_counter() - start
     start = time.perf_counter()
     vec = sigs.vectors()

@@ -43,6 +43,7 @@ _PAIRS = 96  # pairs per region-search chunk (its arrays stay ~30 MB)
 # threshold gives the same verdict as the exact one; the few nearer are recomputed exactly.
 MARGIN = 2e-3
 _FAST_PAIRS = 16_384  # pairs per fast-score chunk
+_DOT_PAIRS = 1_024  # pairs per dot-product block (~7 MB of float32 rows)
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -228,12 +229,16 @@ def _row_dots(rows, i: np.ndarray, j: np.ndarray, mirror: bool = False) -> np.nd
     ``mirror``: j's rows flipped left-right (the rows of the mirrored image)."""
     import torch
 
-    a = rows[torch.from_numpy(i)].float()
-    b = rows[torch.from_numpy(j)].float()
-    if mirror:
-        side = SIG - 2 * RIM
-        b = b.view(-1, side, side).flip(2).reshape(len(j), -1)
-    return (a * b).sum(1).numpy()
+    out = torch.empty(len(i))
+    ti, tj = torch.from_numpy(i), torch.from_numpy(j)
+    side = SIG - 2 * RIM
+    for s in range(0, len(i), _DOT_PAIRS):  # small blocks: the float copies stay in cache
+        a = rows.index_select(0, ti[s:s + _DOT_PAIRS]).float()
+        b = rows.index_select(0, tj[s:s + _DOT_PAIRS]).float()
+        if mirror:
+            b = b.view(-1, side, side).flip(2).reshape(len(a), -1)
+        out[s:s + _DOT_PAIRS] = torch.linalg.vecdot(a, b)
+    return out.numpy()
 
 
 def fast_structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray,
