@@ -138,7 +138,7 @@ def _unique_pairs(i: np.ndarray, j: np.ndarray, n: int) -> tuple[np.ndarray, np.
 def candidates_all(sigs: Signatures, rules: DupRules, exact_max: int = 50_000,
                    timings: dict[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs (i < j) over the whole catalog."""
-    from vismerch.search.index import VectorIndex
+    from vismerch.search.index import VectorIndex, locality_order
 
     timings = {} if timings is None else timings
     n = len(sigs)
@@ -149,14 +149,19 @@ def candidates_all(sigs: Signatures, rules: DupRules, exact_max: int = 50_000,
     vec = sigs.vectors()
     index = VectorIndex.build(vec, [str(p) for p in range(n)], exact_max=exact_max)
     vi, vj = [], []
+    order = locality_order(vec) if index.kind == "hnsw" else np.arange(n)  # cache-friendly
     for s in range(0, n, _QUERY_BATCH):
-        _, rows = index.search_positions(vec[s:s + _QUERY_BATCH], rules.neighbours + 1)
-        vi.append(np.repeat(np.arange(s, s + len(rows)), rows.shape[1]))
+        batch = order[s:s + _QUERY_BATCH]
+        _, rows = index.search_positions(vec[batch], rules.neighbours + 1)
+        vi.append(np.repeat(batch, rows.shape[1]))
         vj.append(rows.reshape(-1))
     vi_, vj_ = np.concatenate(vi), np.concatenate(vj)
     ok = vj_ >= 0
     timings["signature_neighbours"] = time.perf_counter() - start
-    return _unique_pairs(np.concatenate([hi, vi_[ok]]), np.concatenate([hj, vj_[ok]]), n)
+    start = time.perf_counter()
+    out = _unique_pairs(np.concatenate([hi, vi_[ok]]), np.concatenate([hj, vj_[ok]]), n)
+    timings["merge"] = time.perf_counter() - start
+    return out
 
 
 def candidates_new(sigs: Signatures, new: np.ndarray, rules: DupRules,
