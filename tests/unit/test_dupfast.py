@@ -150,3 +150,10 @@ def test_locality_order_puts_near_vectors_together_and_searches_give_the_same():
     _, rows = index.search_positions(vec, 5)
     _, rows_ordered = index.search_positions(vec[order], 5)
     assert np.array_equal(rows_ordered, rows[order])
+
+
+def test_unit_rows_blur_is_the_pair_rule_blur():
+    sig, *_ = _signatures(200, seed=4)
+    a = sig.astype(np.float32)
+    k = dupmatch._blur_matrix(32).numpy()
+    assert np.abs(k @ a @ k.T - dupmatch._blur(a)).max() < 1e-3  # uint8 range values

@@ -32,7 +32,7 @@ import faiss
 import numpy as np
 
 from vismerch.merch import dupmatch
-from vismerch.merch.dedup import _codes, hamming_nearest
+from vismerch.merch.dedup import _codes, hamming_nearest, unique_sorted
 
 VEC_GRID = 8
 _QUERY_BATCH = 8_192
@@ -131,7 +131,7 @@ def confirm(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules,
 def _unique_pairs(i: np.ndarray, j: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     a, b = np.minimum(i, j).astype(np.int64), np.maximum(i, j).astype(np.int64)
     keep = a != b
-    key = np.unique(a[keep] * n + b[keep])
+    key = unique_sorted(a[keep] * n + b[keep])
     return key // n, key % n
 
 
