@@ -5,17 +5,20 @@ Candidates, never all pairs:
 
 * **box hash**: ``dup_hash`` (the DCT hash of the box signature) within ``hash_radius``
   bits: padding, letterbox, trims, light edits, resizing and re-encoding keep it close.
-  Whole catalog: the exact multi-index search of merch/dedup.py; new images: one exact
-  FAISS binary range search of the new hashes against all.
+  Whole catalog: each image's 32 nearest, by the multi-index k-nearest search over
+  distinct hashes of merch/dedup.py (``hamming_nearest``); new images: one exact FAISS
+  binary range search of the new hashes against all.
 * **signature neighbours**: the ``neighbours`` nearest of each image by a 67-d vector
   (the box signature at 8x8, zero-mean and unit-norm, weighted 0.8, plus the product's
   a*b* and L* summary scaled by 1/100, weighted 0.2): crops that cut into the product move
   the hash but keep this vector near. Whole catalog: a VectorIndex (exact up to
-  ``exact_max``, HNSW above); new images: exact inner products against all.
+  ``exact_max``, HNSW above, searched in ``locality_order``); new images: exact inner
+  products against all.
 * **other vectors** (optional): pairs the caller found by another backend's vectors, e.g.
   a neural backend's nearest neighbours.
 
-Every candidate is then confirmed by merch/dupmatch.py: layout >= ``structure`` and
+Every candidate is then confirmed by merch/dupmatch.py (``fast_structure_scores``: the
+per-pair rule's verdicts, from per-image rows): layout >= ``structure`` and
 detail >= ``detail`` (as they are, or by the crop region search), not a mirror (unless
 ``allow_mirror``), the same product colour up to a light edit (mean a*b* and L*), and,
 for pairs that line up as they are, no 8x8 colour cell changed beyond what one global
