@@ -91,7 +91,10 @@ class Signatures:
         n = len(self)
         coarse = np.empty((n, VEC_GRID * VEC_GRID), np.float32)
         for s in range(0, n, 65_536):  # blockwise: a float copy of all signatures is 4 GB at 1M
-            block = dupmatch._shrink(self.sig[s:s + 65_536].astype(np.float32), VEC_GRID)
+            # dupmatch._shrink's cell means, summed from uint8 (exact in float32: no copy)
+            k = self.sig.shape[-1] // VEC_GRID
+            block = self.sig[s:s + 65_536].reshape(-1, VEC_GRID, k, VEC_GRID, k).sum(
+                axis=(2, 4), dtype=np.float32) / np.float32(k * k)
             coarse[s:s + len(block)] = dupmatch._unit(block.reshape(len(block), -1))
         ab, lightness = self.tone
         tone = np.concatenate([ab, lightness[:, None]], axis=1) / 100.0

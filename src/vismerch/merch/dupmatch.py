@@ -239,8 +239,10 @@ def unit_rows(sig: np.ndarray, chunk: int = 8_192) -> tuple[np.ndarray, np.ndarr
 
     for s in range(0, n, chunk):
         a = torch.from_numpy(np.asarray(sig[s:s + chunk])).float()
-        h = a - k @ a @ k.T
         m = len(a)
+        # k @ a @ k.T as two flat matrix products (one GEMM each, not m small ones)
+        rows = (a.reshape(-1, SIG) @ k.T).reshape(m, SIG, SIG)
+        h = a - (rows.transpose(1, 2).reshape(-1, SIG) @ k.T).reshape(m, SIG, SIG).transpose(1, 2)
         layout[s:s + m] = unit(a[:, RIM:-RIM, RIM:-RIM])
         detail[s:s + m] = unit(h[:, RIM:-RIM, RIM:-RIM])
     return layout, detail
