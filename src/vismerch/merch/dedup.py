@@ -82,6 +82,13 @@ class DupPairs:
     cosine: np.ndarray
 
 
+def unique_sorted(x: np.ndarray) -> np.ndarray:
+    """``np.unique(x)`` by one sort: numpy 2's np.unique hashes, which is ~20x slower on
+    the 10^7-10^8 int64 pair keys of a million-image catalog."""
+    s = np.sort(np.asarray(x).reshape(-1))
+    return s[np.r_[True, s[1:] != s[:-1]]] if s.size else s
+
+
 # -- hash neighbours ----------------------------------------------------------------------
 def popcount(x: np.ndarray) -> np.ndarray:
     """Set bits per uint64 element."""
@@ -195,6 +202,79 @@ def hamming_neighbours(hashes: np.ndarray, radius: int, *, max_neighbours: int =
     return key // n, key % n, dist[first]
 
 
+def hamming_nearest(hashes: np.ndarray, radius: int, k: int = 32, *, flat_max: int = FLAT_MAX,
+                    batch: int = 16_384) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`hamming_neighbours` for catalogs where hashes crowd (many images within the
+    radius of each other, many repeated): pairs ``(a, b, distance)``, a < b, each position
+    with its ``k`` nearest within ``radius``. Up to ``flat_max`` hashes it is
+    :func:`hamming_neighbours` itself; above, ties at the k-th distance may resolve to other
+    positions of that distance (the ranking is by distance, then distinct hash, then position).
+
+    Why: a range search returns every hash within the radius (hundreds each when a catalog
+    holds many look-alikes) only for all but k to be dropped. Here each distinct hash asks
+    each multi-index chunk for its k + 1 nearest distinct hashes (FAISS keeps a heap of k):
+    any hash among the k + 1 nearest overall matches some chunk within its flips and is
+    among that chunk's k + 1 nearest, so the union holds them all. A distinct hash's
+    members then take the first k + 1 images of that list (by distance, then position).
+    """
+    h = np.asarray(hashes).astype(np.uint64, copy=False).reshape(-1)
+    n = h.size
+    if n <= flat_max or radius >= 32:
+        return hamming_neighbours(h, radius, max_neighbours=k, flat_max=flat_max)
+    uniq, inv = np.unique(h, return_inverse=True)
+    u = uniq.size
+    order = np.argsort(inv, kind="stable")  # members of each distinct hash, by position
+    sizes = np.bincount(inv, minlength=u)
+    starts = np.cumsum(sizes) - sizes
+    kk = min(k + 1, u)
+    indexes = []
+    for offset, width, flips in plan_chunks(u, radius):
+        idx = faiss.IndexBinaryHash(64, width)
+        idx.nflip = flips
+        codes = _codes(_rotate_right(uniq, offset))
+        idx.add(codes)
+        indexes.append((idx, codes))
+    nearest = np.empty((u, kk), np.int64)
+    near_d = np.empty((u, kk), np.int64)
+    big = np.int64(65 * u)
+    for s in range(0, u, batch):
+        keys = []
+        for idx, codes in indexes:
+            dist, rows = idx.search(codes[s:s + batch], kk)
+            dist, rows = dist.astype(np.int64), rows.astype(np.int64)
+            keys.append(np.where((rows >= 0) & (dist <= radius), dist * u + rows, big))
+        key = np.sort(np.concatenate(keys, axis=1), axis=1)
+        key[:, 1:][key[:, 1:] == key[:, :-1]] = big  # the same hash from several chunks
+        key = np.sort(key, axis=1)[:, :kk]
+        nearest[s:s + len(key)] = np.where(key < big, key % u, -1)
+        near_d[s:s + len(key)] = key // u
+    # the first k + 1 images of each distinct hash's list: whole groups until the last
+    valid = nearest >= 0
+    count = np.where(valid, sizes[nearest.clip(0)], 0)
+    before = np.cumsum(count, axis=1) - count
+    take = np.clip(kk - before, 0, count)
+    owner = np.repeat(np.arange(u), take.sum(axis=1))
+    t = take.reshape(-1)
+    first = np.repeat(starts[nearest.clip(0).reshape(-1)], t)
+    offset = np.arange(t.sum()) - np.repeat(np.cumsum(t) - t, t)
+    listed = order[first + offset]
+    dist_l = np.repeat(near_d.reshape(-1), t)
+    list_len = np.bincount(owner, minlength=u)
+    list_start = np.cumsum(list_len) - list_len
+    # every member x of a distinct hash against its list, itself left out, k at most
+    x_pos, y_at = _ragged_cross(starts, sizes, list_start, list_len)
+    x = order[x_pos]
+    y, d = listed[y_at], dist_l[y_at]
+    keep = x != y
+    x, y, d = x[keep], y[keep], d[keep]
+    group_first = np.r_[0, np.flatnonzero(x[1:] != x[:-1]) + 1]
+    rank = np.arange(x.size) - np.repeat(group_first, np.diff(np.r_[group_first, x.size]))
+    keep = rank < k
+    a, b = np.minimum(x[keep], y[keep]), np.maximum(x[keep], y[keep])
+    key, first_at = np.unique(a * n + b, return_index=True)
+    return key // n, key % n, d[keep][first_at].astype(np.int16)
+
+
 # -- candidate expansion and confirmation -------------------------------------------------
 def _ragged_cross(starts_a: np.ndarray, sizes_a: np.ndarray, starts_b: np.ndarray,
                   sizes_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -254,16 +334,20 @@ def _vector_pairs(vectors: np.ndarray, k: int, min_cosine: float, index: Any,
                   rows_to_items: np.ndarray | None, exact_max: int = 50_000,
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(i, j, cosine), i < j, among each item's k nearest vectors with cosine >= min_cosine."""
-    from vismerch.search.index import VectorIndex
+    from vismerch.search.index import VectorIndex, locality_order
 
     if index is None:
         index = VectorIndex.build(vectors, [str(p) for p in range(len(vectors))],
                                   exact_max=exact_max)
         rows_to_items = None
     ii, jj, cc = [], [], []
+    # every vector is a query: near ones in turn keep the HNSW graph in cache
+    hnsw = getattr(index, "kind", "") == "hnsw"
+    order = locality_order(vectors) if hnsw else np.arange(len(vectors))
     for s in range(0, len(vectors), _QUERY_BATCH):
-        scores, rows = index.search_positions(vectors[s:s + _QUERY_BATCH], k + 1)
-        q = np.repeat(np.arange(s, s + len(rows)), rows.shape[1])
+        batch = order[s:s + _QUERY_BATCH]
+        scores, rows = index.search_positions(vectors[batch], k + 1)
+        q = np.repeat(batch, rows.shape[1])
         r, c = rows.reshape(-1), scores.reshape(-1)
         keep = (r >= 0) & (c >= min_cosine)
         q, r, c = q[keep], r[keep], c[keep]
@@ -335,7 +419,7 @@ def structure_correlation(structure: np.ndarray, i: np.ndarray, j: np.ndarray,
         todo = np.flatnonzero(best < good_enough)
         if todo.size and zooms:
             a, b = a[todo], b[todo]
-            used = np.unique(np.concatenate([a, b]))
+            used = unique_sorted(np.concatenate([a, b]))
             zoomed = np.zeros_like(plain)
             for zoom in zooms:
                 zoomed[used] = _unit(_zoom_in(sig[used], zoom))
@@ -386,7 +470,7 @@ def duplicate_pairs(ids: list[str], hashes: np.ndarray, vectors: np.ndarray | No
         timings["vector_candidates"] = time.perf_counter() - start
     start = time.perf_counter()
     if i.size:
-        key = np.unique(np.minimum(i, j) * n + np.maximum(i, j))
+        key = unique_sorted(np.minimum(i, j) * n + np.maximum(i, j))
         i, j = key // n, key % n
     dist = popcount(h[i] ^ h[j])
     cos = np.ones(i.size, np.float32) if vec is None else _cosines(vec, i, j)
@@ -435,7 +519,7 @@ def group_pairs(ids: list[str], pairs: DupPairs, *, quality_penalty: Any = None,
     if pairs.i.size == 0:
         return []
     labels = connected_components(n, pairs.i, pairs.j)
-    nodes = np.unique(np.concatenate([pairs.i, pairs.j]))
+    nodes = unique_sorted(np.concatenate([pairs.i, pairs.j]))
     penalty = np.zeros(n) if quality_penalty is None else np.asarray(quality_penalty, float)
     res = np.zeros(n) if resolution is None else np.asarray(resolution, float)
     penalty, res = np.nan_to_num(penalty, nan=np.inf), np.nan_to_num(res, nan=-np.inf)

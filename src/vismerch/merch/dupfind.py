@@ -5,17 +5,20 @@ Candidates, never all pairs:
 
 * **box hash**: ``dup_hash`` (the DCT hash of the box signature) within ``hash_radius``
   bits: padding, letterbox, trims, light edits, resizing and re-encoding keep it close.
-  Whole catalog: the exact multi-index search of merch/dedup.py; new images: one exact
-  FAISS binary range search of the new hashes against all.
+  Whole catalog: each image's 32 nearest, by the multi-index k-nearest search over
+  distinct hashes of merch/dedup.py (``hamming_nearest``); new images: one exact FAISS
+  binary range search of the new hashes against all.
 * **signature neighbours**: the ``neighbours`` nearest of each image by a 67-d vector
   (the box signature at 8x8, zero-mean and unit-norm, weighted 0.8, plus the product's
   a*b* and L* summary scaled by 1/100, weighted 0.2): crops that cut into the product move
   the hash but keep this vector near. Whole catalog: a VectorIndex (exact up to
-  ``exact_max``, HNSW above); new images: exact inner products against all.
+  ``exact_max``, HNSW above, searched in ``locality_order``); new images: exact inner
+  products against all.
 * **other vectors** (optional): pairs the caller found by another backend's vectors, e.g.
   a neural backend's nearest neighbours.
 
-Every candidate is then confirmed by merch/dupmatch.py: layout >= ``structure`` and
+Every candidate is then confirmed by merch/dupmatch.py (``fast_structure_scores``: the
+per-pair rule's verdicts, from per-image rows): layout >= ``structure`` and
 detail >= ``detail`` (as they are, or by the crop region search), not a mirror (unless
 ``allow_mirror``), the same product colour up to a light edit (mean a*b* and L*), and,
 for pairs that line up as they are, no 8x8 colour cell changed beyond what one global
@@ -32,7 +35,7 @@ import faiss
 import numpy as np
 
 from vismerch.merch import dupmatch
-from vismerch.merch.dedup import _codes, hamming_neighbours
+from vismerch.merch.dedup import _codes, hamming_nearest, unique_sorted
 
 VEC_GRID = 8
 _QUERY_BATCH = 8_192
@@ -86,8 +89,13 @@ class Signatures:
     def vectors(self) -> np.ndarray:
         """(N, 67) float32 unit rows for the neighbour search (see the module docstring)."""
         n = len(self)
-        coarse = dupmatch._shrink(self.sig.astype(np.float32), VEC_GRID)
-        coarse = dupmatch._unit(coarse.reshape(n, -1))
+        coarse = np.empty((n, VEC_GRID * VEC_GRID), np.float32)
+        for s in range(0, n, 65_536):  # blockwise: a float copy of all signatures is 4 GB at 1M
+            # dupmatch._shrink's cell means, summed from uint8 (exact in float32: no copy)
+            k = self.sig.shape[-1] // VEC_GRID
+            block = self.sig[s:s + 65_536].reshape(-1, VEC_GRID, k, VEC_GRID, k).sum(
+                axis=(2, 4), dtype=np.float32) / np.float32(k * k)
+            coarse[s:s + len(block)] = dupmatch._unit(block.reshape(len(block), -1))
         ab, lightness = self.tone
         tone = np.concatenate([ab, lightness[:, None]], axis=1) / 100.0
         out = np.concatenate([0.8 * coarse, 0.2 * tone], axis=1).astype(np.float32)
@@ -104,8 +112,11 @@ def confirm(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules,
     detail = np.full(i.size, -1.0, np.float32)
     check = np.flatnonzero(same_colour)
     if check.size:
-        plain, fine, m_plain, m_fine, as_is = dupmatch.structure_scores(
+        # the thresholds the scores are judged against below: the fast scores give the
+        # verdicts the exact ones give (dupmatch.fast_structure_scores)
+        plain, fine, m_plain, m_fine, as_is = dupmatch.fast_structure_scores(
             sigs.sig, sigs.box, sigs.frame_aspect, i[check], j[check],
+            layout_at=(rules.structure, rules.layout_alone), detail_at=(rules.detail,),
             good_enough=rules.structure_plain, mirrored=rules.allow_mirror)
         if rules.allow_mirror:  # otherwise a mirrored shot must line up unmirrored: it cannot
             mirrored = m_plain > plain
@@ -126,32 +137,37 @@ def confirm(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules,
 def _unique_pairs(i: np.ndarray, j: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     a, b = np.minimum(i, j).astype(np.int64), np.maximum(i, j).astype(np.int64)
     keep = a != b
-    key = np.unique(a[keep] * n + b[keep])
+    key = unique_sorted(a[keep] * n + b[keep])
     return key // n, key % n
 
 
 def candidates_all(sigs: Signatures, rules: DupRules, exact_max: int = 50_000,
                    timings: dict[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs (i < j) over the whole catalog."""
-    from vismerch.search.index import VectorIndex
+    from vismerch.search.index import VectorIndex, locality_order
 
     timings = {} if timings is None else timings
     n = len(sigs)
     start = time.perf_counter()
-    hi, hj, _ = hamming_neighbours(sigs.hash, rules.hash_radius, max_neighbours=32)
+    hi, hj, _ = hamming_nearest(sigs.hash, rules.hash_radius, 32)
     timings["box_hash"] = time.perf_counter() - start
     start = time.perf_counter()
     vec = sigs.vectors()
     index = VectorIndex.build(vec, [str(p) for p in range(n)], exact_max=exact_max)
     vi, vj = [], []
+    order = locality_order(vec) if index.kind == "hnsw" else np.arange(n)  # cache-friendly
     for s in range(0, n, _QUERY_BATCH):
-        _, rows = index.search_positions(vec[s:s + _QUERY_BATCH], rules.neighbours + 1)
-        vi.append(np.repeat(np.arange(s, s + len(rows)), rows.shape[1]))
+        batch = order[s:s + _QUERY_BATCH]
+        _, rows = index.search_positions(vec[batch], rules.neighbours + 1)
+        vi.append(np.repeat(batch, rows.shape[1]))
         vj.append(rows.reshape(-1))
     vi_, vj_ = np.concatenate(vi), np.concatenate(vj)
     ok = vj_ >= 0
     timings["signature_neighbours"] = time.perf_counter() - start
-    return _unique_pairs(np.concatenate([hi, vi_[ok]]), np.concatenate([hj, vj_[ok]]), n)
+    start = time.perf_counter()
+    out = _unique_pairs(np.concatenate([hi, vi_[ok]]), np.concatenate([hj, vj_[ok]]), n)
+    timings["merge"] = time.perf_counter() - start
+    return out
 
 
 def candidates_new(sigs: Signatures, new: np.ndarray, rules: DupRules,

@@ -60,6 +60,23 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.take_along_axis(part, order, axis=1), np.take_along_axis(cols, order, axis=1)
 
 
+def locality_order(vectors: np.ndarray, min_rows: int = 20_000, seed: int = 0) -> np.ndarray:
+    """A permutation of ``vectors``' rows that puts near vectors next to each other (by
+    k-means cluster, ~1,000 rows each). Searching a whole catalog's vectors against an HNSW
+    index in this order is 2-3x faster with the same results (each query's search is
+    independent of the others): consecutive queries visit the same graph nodes, which stay
+    in cache. Below ``min_rows`` the identity (the index fits in cache anyway)."""
+    n = len(vectors)
+    if n < min_rows:
+        return np.arange(n)
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    k = int(np.clip(n // 1000, 16, 1024))
+    km = faiss.Kmeans(x.shape[1], k, niter=8, seed=seed, spherical=True, verbose=False)
+    km.train(np.ascontiguousarray(x[:: max(1, n // (64 * k))]))
+    _, label = km.index.search(x, 1)
+    return np.argsort(label[:, 0], kind="stable")
+
+
 class VectorIndex:
     """A FAISS inner-product index whose rows are named by string ids.
 
