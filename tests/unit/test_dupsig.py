@@ -157,9 +157,9 @@ def test_box_sampling_by_matrices_is_bilinear_sampling_then_cell_means():
 
 
 def test_ring_backdrop_is_the_median_of_the_ring_cells():
-    """The histogram medians equal torch's (lower) median of the ring's cells, for grids of
-    2x2 means of uint8 pixels (quarter levels), and the fallback applies to a product that
-    fills its frame."""
+    """The histogram medians equal torch's (lower) median of the ring's cells and of the
+    border's, for grids of 2x2 means of uint8 pixels (quarter levels), and the fallback
+    applies to a product that fills its frame."""
     from vismerch.features import dupsig
 
     gen = torch.Generator().manual_seed(4)
@@ -182,3 +182,7 @@ def test_ring_backdrop_is_the_median_of_the_ring_cells():
         want = grid[b][:, ring].median(dim=1).values.clamp_min(16.0)
         assert torch.equal(got[b], want), b
     assert torch.equal(got[3], fallback[3])  # no ring cell inside the frame
+    border = torch.ones(g, g, dtype=torch.bool)
+    border[dupsig.BORDER:-dupsig.BORDER, dupsig.BORDER:-dupsig.BORDER] = False
+    want = torch.stack([grid[b][:, border].median(dim=1).values for b in range(4)])
+    assert torch.equal(dupsig._backdrop(grid), want)

@@ -70,6 +70,24 @@ def _backdrop(small: torch.Tensor) -> torch.Tensor:
     return ring.median(dim=2).values
 
 
+_MEDIAN_LEVELS = 1024  # quarter sRGB levels
+
+
+def _medians(values: torch.Tensor, image: torch.Tensor, count: torch.Tensor, b: int
+             ) -> torch.Tensor:
+    """Per-image, per-channel (lower) medians (B, 3) of ``values`` (n, 3) that belong to
+    images ``image`` (n,), ``count`` (B,) of them each, from quarter-level histograms: the
+    grids hold means of 2x2 uint8 pixels (exact quarters), so these are torch's medians,
+    without sorting every image's cells. An image without values gets 0."""
+    levels = _MEDIAN_LEVELS
+    bins = (values * (levels / 256.0)).round_().clamp_(0, levels - 1).to(torch.int64)
+    slot = (image[:, None] * 3 + torch.arange(3, device=values.device)) * levels + bins
+    hist = torch.bincount(slot.reshape(-1), minlength=b * 3 * levels)
+    cum = hist.reshape(b, 3, levels).cumsum(dim=2)
+    rank = ((count - 1) // 2).clamp_min(0)
+    return (cum <= rank[:, None, None]).sum(dim=2).to(torch.float32) * (256.0 / levels)
+
+
 def _quantile_span(profile: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(B, G) product mass per column (or row) -> where the cumulative mass first reaches
     ``EDGE_SHARE`` of the total and where the rest falls under it, in cells, linearly
@@ -95,9 +113,8 @@ def _ring_backdrop(small: torch.Tensor, cells: torch.Tensor, fallback: torch.Ten
                    ) -> torch.Tensor:
     """(B, 3) per-channel median of the cells RING_GAP..RING_GAP+RING cells outside the
     box ``cells`` (B, 4: x0, y0, x1, y1 in cells); ``fallback`` where no such cell is
-    inside the frame (the product fills it). The medians come from quarter-level
-    histograms of the ring's cells alone (the grid holds means of 2x2 uint8 pixels, exact
-    quarters): a few thousand cells per image instead of sorting the whole grid."""
+    inside the frame (the product fills it): a few thousand cells per image (``_medians``)
+    instead of sorting the whole grid."""
     b, _, g, _ = small.shape
     idx = torch.arange(g, device=small.device, dtype=torch.float32)
 
@@ -109,21 +126,10 @@ def _ring_backdrop(small: torch.Tensor, cells: torch.Tensor, fallback: torch.Ten
     inner = band(y0, y1, RING_GAP)[:, :, None] & band(x0, x1, RING_GAP)[:, None, :]
     ring = outer & ~inner  # (B, G, G)
     count = ring.reshape(b, -1).sum(dim=1)
-    at = ring.nonzero()  # (n, 3): image, row, column
-    values = small[at[:, 0], :, at[:, 1], at[:, 2]]  # (n, 3)
-    levels = _MEDIAN_LEVELS
-    bins = (values * (levels / 256.0)).round().clamp(0, levels - 1).to(torch.int64)
-    slot = (at[:, :1] * 3 + torch.arange(3, device=small.device)) * levels + bins
-    hist = torch.zeros(b * 3 * levels, device=small.device, dtype=torch.float32)
-    hist.scatter_add_(0, slot.reshape(-1), torch.ones(slot.numel(), device=small.device))
-    cum = hist.reshape(b, 3, levels).cumsum(dim=2)
-    rank = ((count - 1) // 2).clamp_min(0).to(torch.float32)  # torch's (lower) median
-    med = (cum <= rank[:, None, None]).sum(dim=2).to(torch.float32) * (256.0 / levels)
-    enough = count >= 16
-    return torch.where(enough[:, None], med, fallback).clamp_min(16.0)
-
-
-_MEDIAN_LEVELS = 1024  # quarter sRGB levels
+    at = ring.reshape(-1).nonzero().squeeze(1)  # flat (image, row, column)
+    image = at // (g * g)
+    med = _medians(small[image, :, (at // g) % g, at % g], image, count, b)
+    return torch.where((count >= 16)[:, None], med, fallback).clamp_min(16.0)
 
 
 def _box_cells(balanced: torch.Tensor) -> torch.Tensor:
@@ -175,11 +181,16 @@ def box_cells(x: torch.Tensor, grid: torch.Tensor | None = None
     small = grid.permute(0, 3, 1, 2).contiguous()  # (B, 3, G, G): channel planes
     # two passes: the border's colour finds the product roughly; the colour around it
     # (padding may be another white) sets the white balance and finds it again
-    back = _backdrop(small).clamp_min(16.0)  # (B, 3)
-    cells = _box_cells(small * (255.0 / back)[:, :, None, None])
-    back = _ring_backdrop(small, cells, back)
+    border = _backdrop(small).clamp_min(16.0)  # (B, 3)
+    cells = _box_cells(small * (255.0 / border)[:, :, None, None])
+    back = _ring_backdrop(small, cells, border)
     balanced = small.mul_((255.0 / back)[:, :, None, None])  # ``small`` is ours to reuse
-    box = _box_cells(balanced.clone()) / BOX_GRID
+    # where the ring's colour is the border's (most shots), the second pass would find
+    # the same box from the same numbers: only the others are searched again
+    redo = (back != border).any(dim=1).nonzero().squeeze(1)
+    if redo.numel():
+        cells = cells.index_copy(0, redo, _box_cells(balanced.index_select(0, redo)))
+    box = cells / BOX_GRID
     # the box's content at SIG x SIG: SUPER x SUPER bilinear samples per cell, averaged
     rows = _area_rows(box[:, 1], box[:, 3], BOX_GRID)
     cols = _area_rows(box[:, 0], box[:, 2], BOX_GRID)
