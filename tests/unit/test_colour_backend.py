@@ -432,3 +432,20 @@ def test_surfaces_group_shades_of_one_colour_and_keep_real_colours_apart():
     # a shaded red names the surface by its lit, saturated tone and carries its weight
     named = colour_names(np.stack([shadow, red, blend]), np.array([0.45, 0.4, 0.15]))[0]
     assert [(c.name, c.weight) for c in named] == [("red", 1.0)]
+
+
+def test_cells_open_to_the_border_by_brute_force():
+    """The shortcut that spares most shots the hole sweeps: a background cell is open when
+    no foreground lies between it and the frame's edge along its row or its column."""
+    from vismerch.features.colour import _open_to_border
+
+    gen = torch.Generator().manual_seed(7)
+    fg = torch.rand(6, 9, 11, generator=gen) > 0.6
+    got = _open_to_border(fg)
+    for b, y, x in np.ndindex(*fg.shape):
+        if fg[b, y, x]:
+            continue  # asked of background cells only
+        row, col = fg[b, y], fg[b, :, x]
+        want = (not row[:x + 1].any() or not row[x:].any()
+                or not col[:y + 1].any() or not col[y:].any())
+        assert bool(got[b, y, x]) == want, (b, y, x)

@@ -342,16 +342,23 @@ def _run_sum(values: torch.Tensor, runs: tuple[torch.Tensor, int]) -> torch.Tens
 
 def fill_narrow_holes(fg: torch.Tensor) -> torch.Tensor:
     """Add enclosed background cells (not reachable from the border) in narrow runs."""
-    bg = ~fg
-    border = torch.zeros_like(fg)
-    border[:, 0], border[:, -1], border[:, :, 0], border[:, :, -1] = True, True, True, True
-    reach = _sweep(bg, _runs(fg), _runs(fg.transpose(1, 2)), bg & border)
-    # most product shots have no enclosed background at all: continue with the others
-    todo = (bg & ~reach).any(dim=2).any(dim=1).nonzero().squeeze(1)
-    if todo.numel() == 0:
+    # most product shots have no enclosed background at all: a background cell with no
+    # foreground between it and the frame's edge along its row or column is reached by the
+    # first sweep, so images where every background cell is that open need no sweep
+    maybe = (~fg & ~_open_to_border(fg)).any(dim=2).any(dim=1).nonzero().squeeze(1)
+    if maybe.numel() == 0:
         return fg
-    fg_s, bg_s = fg.index_select(0, todo), bg.index_select(0, todo)
-    reach_s = reach.index_select(0, todo)
+    fg_m = fg.index_select(0, maybe)
+    bg = ~fg_m
+    border = torch.zeros_like(fg_m)
+    border[:, 0], border[:, -1], border[:, :, 0], border[:, :, -1] = True, True, True, True
+    reach = _sweep(bg, _runs(fg_m), _runs(fg_m.transpose(1, 2)), bg & border)
+    todo_m = (bg & ~reach).any(dim=2).any(dim=1).nonzero().squeeze(1)  # rows of ``maybe``
+    if todo_m.numel() == 0:
+        return fg
+    todo = maybe.index_select(0, todo_m)
+    fg_s, bg_s = fg_m.index_select(0, todo_m), bg.index_select(0, todo_m)
+    reach_s = reach.index_select(0, todo_m)
     rows, cols = _runs(fg_s), _runs(fg_s.transpose(1, 2))
     for _ in range(REACH_SWEEPS - 1):  # each row + column sweep goes round one more turn
         reach_s = _sweep(bg_s, rows, cols, reach_s)
@@ -367,6 +374,16 @@ def fill_narrow_holes(fg: torch.Tensor) -> torch.Tensor:
     row_ok = _run_sum(wide, rows) == 0
     filled = fg_s | (narrow_row & col_ok) | (narrow_col & row_ok)
     return fg.index_copy(0, todo, filled)
+
+
+def _open_to_border(fg: torch.Tensor) -> torch.Tensor:
+    """(B, H, W) bool, meaningful for background cells: no foreground between the cell and
+    the frame's edge along its row or its column."""
+    out = torch.zeros_like(fg)
+    for dim in (1, 2):
+        before = fg.cumsum(dim)  # foreground cells up to and including this one
+        out |= (before == 0) | (before == before.narrow(dim, fg.shape[dim] - 1, 1))
+    return out
 
 
 def _sweep(
