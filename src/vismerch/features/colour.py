@@ -168,11 +168,14 @@ class ColourBackend:
         parts, boxes = [], []
         for i in range(0, b, step):
             part = _full_size(x[i : i + step])
+            clock("full_size: hash, blur, shrink")
             # the framing/light-invariant duplicate signature (dupsig.py) starts from the
-            # chunk's 128x128 means while they are still in cache
+            # chunk's 128x128 means: the full-size image is averaged once for both
             boxes.append(dupsig.box_cells(x[i : i + step], grid=part[5]))
+            clock("duplicate signature")
             parts.append(part)
         dup = dupsig.from_cells(torch.cat([p[0] for p in boxes]), torch.cat([p[1] for p in boxes]))
+        clock("duplicate signature")
         out: dict[str, torch.Tensor] = {
             "phash_bits": torch.cat([p[0] for p in parts]),
             "blur": torch.cat([p[1] for p in parts]),
@@ -180,7 +183,7 @@ class ColourBackend:
         }
         rgb = torch.cat([p[2] for p in parts])  # (B, G, G, 3) area-averaged sRGB
         grey = torch.cat([p[4] for p in parts])  # (B, G, G) its luma
-        clock("full_size: hash, blur, shrink, duplicate signature")
+        clock("full_size: hash, blur, shrink")
         lab = srgb_to_lab(rgb)  # (B, G, G, 3)
         background, clutter = quality.background_stats(lab, BORDER)
         white = torch.tensor(WHITE, device=x.device)

@@ -78,7 +78,8 @@ def _medians(values: torch.Tensor, image: torch.Tensor, count: torch.Tensor, b: 
     """Per-image, per-channel (lower) medians (B, 3) of ``values`` (n, 3) that belong to
     images ``image`` (n,), ``count`` (B,) of them each, from quarter-level histograms: the
     grids hold means of 2x2 uint8 pixels (exact quarters), so these are torch's medians,
-    without sorting every image's cells. An image without values gets 0."""
+    without sorting every image's cells. An image without values gets a meaningless 256:
+    callers mask it by ``count``."""
     levels = _MEDIAN_LEVELS
     bins = (values * (levels / 256.0)).round_().clamp_(0, levels - 1).to(torch.int64)
     slot = (image[:, None] * 3 + torch.arange(3, device=values.device)) * levels + bins
@@ -160,8 +161,7 @@ def _area_rows(lo: torch.Tensor, hi: torch.Tensor, size: int) -> torch.Tensor:
 
 def signatures(x: torch.Tensor, grid: torch.Tensor | None = None) -> dict[str, np.ndarray]:
     """uint8 (B, H, W, 3) RGB -> the ``COLUMNS`` arrays (see the module docstring).
-    ``grid``: the caller's float (B, 128, 128, 3) area means of ``x``, when it has them
-    (the float conversion and shrink are about half of this function's time)."""
+    ``grid``: the caller's float (B, 128, 128, 3) area means of ``x``, when it has them."""
     return from_cells(*box_cells(x, grid))
 
 
@@ -169,7 +169,7 @@ def box_cells(x: torch.Tensor, grid: torch.Tensor | None = None
               ) -> tuple[torch.Tensor, torch.Tensor]:
     """The per-pixel half of ``signatures``: (box (B, 4) in frame fractions, the box's
     white-balanced sRGB at SIG x SIG cells (B, 3, SIG, SIG)). The colour backend runs it
-    on small chunks (their 128x128 grids stay in cache) and ``from_cells`` once per batch
+    on its full-size chunks, from their 128x128 means, and ``from_cells`` once per batch
     (its many small operations cost the same for 8 images as for 64)."""
     b, h, w, _ = x.shape
     if grid is None:

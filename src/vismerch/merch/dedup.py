@@ -334,30 +334,19 @@ def _vector_pairs(vectors: np.ndarray, k: int, min_cosine: float, index: Any,
                   rows_to_items: np.ndarray | None, exact_max: int = 50_000,
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(i, j, cosine), i < j, among each item's k nearest vectors with cosine >= min_cosine."""
-    from vismerch.search.index import VectorIndex, locality_order
+    from vismerch.search.index import VectorIndex, search_all
 
     if index is None:
         index = VectorIndex.build(vectors, [str(p) for p in range(len(vectors))],
                                   exact_max=exact_max)
         rows_to_items = None
-    ii, jj, cc = [], [], []
-    # every vector is a query: near ones in turn keep the HNSW graph in cache
-    hnsw = getattr(index, "kind", "") == "hnsw"
-    order = locality_order(vectors) if hnsw else np.arange(len(vectors))
-    for s in range(0, len(vectors), _QUERY_BATCH):
-        batch = order[s:s + _QUERY_BATCH]
-        scores, rows = index.search_positions(vectors[batch], k + 1)
-        q = np.repeat(batch, rows.shape[1])
-        r, c = rows.reshape(-1), scores.reshape(-1)
-        keep = (r >= 0) & (c >= min_cosine)
-        q, r, c = q[keep], r[keep], c[keep]
-        if rows_to_items is not None:
-            r = rows_to_items[r]
-        keep = (r >= 0) & (r != q)
-        ii.append(np.minimum(q[keep], r[keep]))
-        jj.append(np.maximum(q[keep], r[keep]))
-        cc.append(c[keep])
-    i, j, c = (np.concatenate(x) for x in (ii, jj, cc))
+    q, r, c = search_all(index, vectors, k + 1, _QUERY_BATCH)
+    keep = (r >= 0) & (c >= min_cosine)
+    q, r, c = q[keep], r[keep], c[keep]
+    if rows_to_items is not None:
+        r = rows_to_items[r]
+    keep = (r >= 0) & (r != q)
+    i, j, c = np.minimum(q[keep], r[keep]), np.maximum(q[keep], r[keep]), c[keep]
     key, first = np.unique(i * len(vectors) + j, return_index=True)
     return key // len(vectors), key % len(vectors), c[first]
 

@@ -90,11 +90,8 @@ class Signatures:
         """(N, 67) float32 unit rows for the neighbour search (see the module docstring)."""
         n = len(self)
         coarse = np.empty((n, VEC_GRID * VEC_GRID), np.float32)
-        for s in range(0, n, 65_536):  # blockwise: a float copy of all signatures is 4 GB at 1M
-            # dupmatch._shrink's cell means, summed from uint8 (exact in float32: no copy)
-            k = self.sig.shape[-1] // VEC_GRID
-            block = self.sig[s:s + 65_536].reshape(-1, VEC_GRID, k, VEC_GRID, k).sum(
-                axis=(2, 4), dtype=np.float32) / np.float32(k * k)
+        for s in range(0, n, 65_536):  # blockwise: bounded temporaries at a million images
+            block = dupmatch._shrink(self.sig[s:s + 65_536], VEC_GRID)
             coarse[s:s + len(block)] = dupmatch._unit(block.reshape(len(block), -1))
         ab, lightness = self.tone
         tone = np.concatenate([ab, lightness[:, None]], axis=1) / 100.0
@@ -144,7 +141,7 @@ def _unique_pairs(i: np.ndarray, j: np.ndarray, n: int) -> tuple[np.ndarray, np.
 def candidates_all(sigs: Signatures, rules: DupRules, exact_max: int = 50_000,
                    timings: dict[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs (i < j) over the whole catalog."""
-    from vismerch.search.index import VectorIndex, locality_order
+    from vismerch.search.index import VectorIndex, search_all
 
     timings = {} if timings is None else timings
     n = len(sigs)
@@ -154,14 +151,7 @@ def candidates_all(sigs: Signatures, rules: DupRules, exact_max: int = 50_000,
     start = time.perf_counter()
     vec = sigs.vectors()
     index = VectorIndex.build(vec, [str(p) for p in range(n)], exact_max=exact_max)
-    vi, vj = [], []
-    order = locality_order(vec) if index.kind == "hnsw" else np.arange(n)  # cache-friendly
-    for s in range(0, n, _QUERY_BATCH):
-        batch = order[s:s + _QUERY_BATCH]
-        _, rows = index.search_positions(vec[batch], rules.neighbours + 1)
-        vi.append(np.repeat(batch, rows.shape[1]))
-        vj.append(rows.reshape(-1))
-    vi_, vj_ = np.concatenate(vi), np.concatenate(vj)
+    vi_, vj_, _ = search_all(index, vec, rules.neighbours + 1, _QUERY_BATCH)
     ok = vj_ >= 0
     timings["signature_neighbours"] = time.perf_counter() - start
     start = time.perf_counter()

@@ -77,6 +77,23 @@ def locality_order(vectors: np.ndarray, min_rows: int = 20_000, seed: int = 0) -
     return np.argsort(label[:, 0], kind="stable")
 
 
+def search_all(index: Any, vectors: np.ndarray, k: int, batch: int = 8_192
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every row of ``vectors`` as a query against ``index`` (a VectorIndex): (query rows,
+    result positions, scores), flattened, -1 positions (fewer than k results) included. An
+    HNSW index is queried in ``locality_order``."""
+    hnsw = getattr(index, "kind", "") == "hnsw"
+    order = locality_order(vectors) if hnsw else np.arange(len(vectors))
+    queries, rows, scores = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.float32)]
+    for s in range(0, len(vectors), batch):
+        q = order[s:s + batch]
+        got_scores, got_rows = index.search_positions(vectors[q], k)
+        queries.append(np.repeat(q, got_rows.shape[1]))
+        rows.append(got_rows.reshape(-1).astype(np.int64, copy=False))
+        scores.append(got_scores.reshape(-1))
+    return np.concatenate(queries), np.concatenate(rows), np.concatenate(scores)
+
+
 class VectorIndex:
     """A FAISS inner-product index whose rows are named by string ids.
 
