@@ -217,6 +217,7 @@ def _box_hashes(sigs) -> np.ndarray:
 def run_signatures(n: int, *, new: int = 1000, seed: int = 0, exact_max: int = 50_000,
                    say: Callable[[str], None] = print) -> dict:
     """The signature rules at n images, whole and incremental (see the module docstring)."""
+    from vismerch.config import load_settings
     from vismerch.merch import dupfind
 
     out: dict = {"n": n, "new": new, "seconds": {}}
@@ -230,7 +231,7 @@ def run_signatures(n: int, *, new: int = 1000, seed: int = 0, exact_max: int = 5
     sigs, ends, crop = synthesise_signatures(n + new, seed)
     sigs.hash = _box_hashes(sigs)
     phase("synthesise", t)
-    rules = dupfind.DupRules()
+    rules = dupfind.DupRules.from_settings(load_settings(env={}))  # the defaults
     old = dupfind.Signatures(sigs.box[:n], sigs.sig[:n], sigs.colour[:n], sigs.hash[:n],
                              sigs.frame_aspect[:n])
     timings: dict[str, float] = {}

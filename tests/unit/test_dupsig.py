@@ -3,17 +3,21 @@ merch/dupfind.py) on synthetic product shots with known edits."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 from PIL import Image, ImageDraw, ImageOps
 
 from vismerch.catalog import _sample_edits as edits
+from vismerch.config import load_settings
 from vismerch.features.dupsig import empty_columns, has_signature, signatures
 from vismerch.merch import dupfind
 from vismerch.merch.dupfind import DupRules, Signatures
 
 SIZE = 256  # the working size the colour backend sees
+RULES = DupRules.from_settings(load_settings(env={}))  # the default dup_* settings
 
 
 def _product(colour=(200, 40, 40), seed: int = 0, frame=(800, 800), boot: bool = False):
@@ -48,7 +52,8 @@ def _sigs(images: list[Image.Image]) -> Signatures:
     return Signatures(cols["dup_box"], cols["dup_sig"], cols["dup_colour"], cols["dup_hash"], aspect)
 
 
-def _confirmed(sigs: Signatures, rules: DupRules = DupRules()) -> set[tuple[int, int]]:
+def _confirmed(sigs: Signatures, rules: DupRules | None = None) -> set[tuple[int, int]]:
+    rules = rules or RULES
     n = len(sigs)
     i, j = np.triu_indices(n, 1)
     ok, _ = dupfind.confirm(sigs, i.astype(np.int64), j.astype(np.int64), rules)
@@ -92,7 +97,7 @@ def test_colourway_and_lookalike_and_mirror_are_kept_apart():
              ImageOps.mirror(img)]
     assert _confirmed(_sigs(shots)) == set()
     # the setting lets a mirrored shot count as a duplicate
-    assert _confirmed(_sigs([img, shots[3]]), DupRules(allow_mirror=True)) == {(0, 1)}
+    assert _confirmed(_sigs([img, shots[3]]), dataclasses.replace(RULES, allow_mirror=True)) == {(0, 1)}
 
 
 def test_light_edit_keeps_the_colour_a_colourway_does_not():
@@ -111,7 +116,7 @@ def test_new_against_all_finds_what_the_whole_search_finds():
         shots.append(img)
         copies.append(edits.apply(img, str(rng.choice(edits.EDITS)), rng)[0])
     sigs = _sigs(shots + copies)
-    rules = DupRules()
+    rules = RULES
     i, j = dupfind.candidates_all(sigs, rules)
     ok, _ = dupfind.confirm(sigs, i, j, rules)
     whole = {(int(a), int(b)) for a, b in zip(i[ok], j[ok], strict=True)}

@@ -43,19 +43,20 @@ _QUERY_BATCH = 8_192
 
 @dataclass(frozen=True)
 class DupRules:
-    """The thresholds (settings ``dup_*``) of the signature rules."""
+    """The thresholds (settings ``dup_*``, whose defaults live with the settings: build it
+    with ``from_settings``) of the signature rules."""
 
-    structure: float = 0.965
-    detail: float = 0.93
-    layout_alone: float = 0.99
+    structure: float
+    detail: float
+    layout_alone: float
+    hash_radius: int
+    neighbours: int
+    colour_ab: float
+    colour_ab_share: float
+    colour_l: float
+    colour_cell: float
+    allow_mirror: bool
     structure_plain: float = 0.99  # pairs this close as they are skip the region search
-    hash_radius: int = 12
-    neighbours: int = 12
-    colour_ab: float = 10.0
-    colour_ab_share: float = 0.3
-    colour_l: float = 12.0
-    colour_cell: float = 13.0
-    allow_mirror: bool = False
 
     @classmethod
     def from_settings(cls, settings) -> DupRules:
