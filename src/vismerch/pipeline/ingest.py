@@ -97,9 +97,11 @@ def _update_metadata(con, records: list[ProductRecord]) -> None:
 
 def _commit_task(store: Store, result: TaskResult, records: dict[str, ProductRecord], run_id: int) -> None:
     """One task in one transaction, a few statements per table (executemany), not per image."""
-    images, cleared, errors, products = [], [], [], []
+    images, cleared, errors, products, validators = [], [], [], [], []
     for item in result.items:
         record = records[item.product_id]
+        if record.image_url is not None and item.sha256 and item.reason is None:
+            validators.append((record.image_url, item))
         if item.unchanged:  # 304: the image row and features from its last download hold
             cleared.append((item.product_id,))
             products.append(_product_row(record, run_id, sha256=item.sha256, status="ok",
@@ -121,10 +123,8 @@ def _commit_task(store: Store, result: TaskResult, records: dict[str, ProductRec
         write_descriptions(con, [(sha, colours, result.quality.get(sha, []),
                                   result.multicolour.get(sha, False))
                                  for sha, colours in result.colours.items()])
-        for item in result.items:
-            record = records[item.product_id]
-            if record.image_url is not None and item.sha256 and item.reason is None:
-                _record_validators(con, record.image_url, item, run_id)
+        for url, item in validators:
+            _record_validators(con, url, item, run_id)
         con.executemany("INSERT OR REPLACE INTO images (sha256, width, height, bytes, format) "
                         "VALUES (?,?,?,?,?)", images)
         con.executemany("DELETE FROM errors WHERE product_id = ?", cleared)
