@@ -31,8 +31,8 @@ def _exit_with_parent(parent: int) -> None:
 
 # glibc's malloc serves blocks over its (adaptive) mmap threshold with fresh mmaps and
 # trims the heap top when it frees; the colour backend's per-batch temporaries (a few MB)
-# then come back as zeroed pages every batch: ~600 page faults and ~1 ms of kernel time per
-# image. A worker keeps what it freed instead (its footprint stays at its peak, tens of MB).
+# then come back as zeroed pages every batch (page faults and kernel time for each). A
+# worker keeps what it freed instead (its footprint stays at its peak, tens of MB).
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 KEEP_FREED_BYTES = 512 << 20
 
