@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +75,31 @@ def test_the_reader_never_reads_without_a_bound(tmp_path):
     assert info.value.reason == "too-large"
     (tmp_path / "ok").write_bytes(b"x" * CAP)
     assert len(read_image_file(tmp_path / "ok", CAP)) == CAP
+
+
+def test_folder_guard_finds_the_same_real_location_as_realpath(tmp_path):
+    """The planner's cached check agrees with os.path.realpath on links to files, to
+    folders, chains of links, '..' through a link, and plain files."""
+    import os
+
+    from vismerch.catalog.reading import FolderGuard
+
+    root, outside = tmp_path / "cat", tmp_path / "elsewhere"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "x.jpg").write_bytes(b"x")
+    (root / "sub" / "a.jpg").write_bytes(b"a")
+    (root / "plain.jpg").write_bytes(b"p")
+    os.symlink(outside, root / "dirlink")
+    os.symlink(outside / "x.jpg", root / "filelink.jpg")
+    os.symlink(root / "filelink.jpg", root / "chain.jpg")
+    os.symlink(root / "sub" / "a.jpg", root / "inside.jpg")
+    guard = FolderGuard(root)
+    paths = [root / "plain.jpg", root / "sub" / "a.jpg", root / "dirlink" / "x.jpg",
+             root / "filelink.jpg", root / "chain.jpg", root / "inside.jpg",
+             f"{root}/dirlink/../cat/plain.jpg", f"{root}/sub/../plain.jpg", root / "missing.jpg"]
+    for path in paths:
+        assert guard.real(path) == Path(os.path.realpath(path)), path
+    assert guard.outside(root / "plain.jpg") is None and guard.outside(root / "inside.jpg") is None
+    for path in (root / "dirlink" / "x.jpg", root / "chain.jpg", f"{root}/dirlink/../x.jpg"):
+        assert guard.outside(path).reason == "outside-folder", path

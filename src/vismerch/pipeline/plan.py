@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vismerch.catalog.reading import FileRefused, check_image_file
+from vismerch.catalog.reading import FileRefused, FolderGuard, check_image_file
 from vismerch.catalog.sources import ProductRecord
 from vismerch.catalog.store import Store
 from vismerch.pipeline.tasks import Task, TaskItem
@@ -93,6 +93,7 @@ def plan_tasks(
     refused: list[tuple[ProductRecord, FileRefused]] = []
     hints: list[str | None] = []
     validators = remote_validators(store) if any(r.image_url for r in records) else {}
+    guard = FolderGuard(root) if root is not None else None
     for record in records:
         if record.image_url is not None:
             row = known.get(record.id)
@@ -104,7 +105,7 @@ def plan_tasks(
         except OSError:
             missing.append(record)
             continue
-        problem = check_image_file(record.image_path, stat, root, max_bytes)
+        problem = check_image_file(record.image_path, stat, guard, max_bytes)
         if problem is not None:
             refused.append((record, problem))
             continue
