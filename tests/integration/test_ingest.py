@@ -4,6 +4,8 @@ the in-process one."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from vismerch.catalog.store import Store
@@ -96,7 +98,8 @@ def test_deferred_gpu_jpeg_path_falls_back_to_cpu_decode(folder, tmp_path):
         assert a.tags() == b.tags()
         assert a.errors() == b.errors()
         assert [p.width for p in a.products()] == [p.width for p in b.products()]
-        assert all(b.thumb_path(p.id) for p in b.products())
+        assert all(b.has_thumbnail(p.id) for p in b.products())
+        assert all(b.thumbnail(p.id).data == a.thumbnail(p.id).data for p in b.products())
 
 
 def test_cuda_without_a_gpu_is_a_usage_error_before_any_work(tmp_path):
@@ -136,11 +139,12 @@ def test_thumbnails_are_jpeg_by_default_and_webp_on_request(tmp_path):
     ingest(cat.manifest_path, tmp_path / "webp", workers=1, progress=False, settings=webp)
     for name, fmt in (("webp", "WEBP"), ("jpeg", "JPEG")):
         with Store.open(tmp_path / name) as store:
-            paths = [store.thumb_path(p.id) for p in store.products()]
+            thumbs = [store.thumbnail(p.id) for p in store.products()]
             products = {p.id: p for p in store.products()}
-        assert len(paths) == 4 and all(paths)
-        for pid, path in zip(products, paths, strict=True):
-            with Image.open(path) as im:
+        assert len(thumbs) == 4 and all(thumbs)
+        for pid, thumb in zip(products, thumbs, strict=True):
+            assert thumb.format == name and thumb.media_type == f"image/{name}"
+            with Image.open(io.BytesIO(thumb.data)) as im:
                 assert im.format == fmt and max(im.size) <= load_settings().thumb_size
                 # aspect of the original kept (portrait shots stay portrait)
                 p = products[pid]
@@ -190,28 +194,29 @@ def test_changed_thresholds_rejudge_stored_images_on_the_next_ingest(tmp_path):
 
 
 @pytest.mark.parametrize("fmt", ["webp", "jpeg"])
-def test_a_batch_of_thumbnails_written_on_threads_matches_one_by_one(tmp_path, fmt):
-    """The device consumer writes a batch's thumbnails on a few threads: same files as the
-    one-at-a-time writer, every one complete."""
+def test_a_batch_of_thumbnails_encoded_on_threads_matches_one_by_one(tmp_path, fmt):
+    """The device consumer encodes a batch's thumbnails on a few threads: the same bytes
+    as one at a time, each packed whole at its own byte range, no temp file left."""
     import numpy as np
-    from PIL import Image
 
-    from vismerch.pipeline.runner import _save_thumb, save_thumbs
+    from vismerch.catalog.thumbs import read_packed
+    from vismerch.pipeline.runner import DecodedTask, PhaseTimer, write_thumbs
+    from vismerch.pipeline.tasks import TaskResult
 
     rng = np.random.default_rng(0)
-    thumbs = [(f"{i:064x}", Image.fromarray((rng.random((64, 48, 3)) * 255).astype(np.uint8)))
-              for i in range(9)]
-    for name in ("threads", "serial"):
-        (tmp_path / name / "thumbs").mkdir(parents=True)
-    save_thumbs(tmp_path / "threads", thumbs, fmt)
-    for sha, image in thumbs:
-        _save_thumb(tmp_path / "serial", sha, image, fmt)
-    threaded = sorted(p.name for p in (tmp_path / "threads" / "thumbs").iterdir())
-    serial = sorted(p.name for p in (tmp_path / "serial" / "thumbs").iterdir())
-    assert threaded == serial and len(threaded) == 9  # no temp files left behind
-    for name in threaded:
-        assert (tmp_path / "threads" / "thumbs" / name).read_bytes() == (
-            tmp_path / "serial" / "thumbs" / name).read_bytes()
+    arrays = [(f"{i:064x}", (rng.random((64, 48, 3)) * 255).astype(np.uint8)) for i in range(9)]
+    blobs = {}
+    for name, threads in (("threads", 4), ("serial", 1)):
+        out = DecodedTask(result=TaskResult(index=0), thumbs=list(arrays))
+        write_thumbs(out, tmp_path / name, fmt, PhaseTimer({}), threads=threads)
+        assert out.thumbs == [] and len(out.result.thumbs) == 9
+        assert [t.sha256 for t in out.result.thumbs] == [sha for sha, _ in arrays]
+        assert [p.name for p in (tmp_path / name / "thumbs").iterdir()] == [
+            out.result.thumbs[0].pack.split("/")[1]]  # one pack, no temp file
+        blobs[name] = [read_packed(tmp_path / name, t.pack, t.start, t.length)
+                       for t in out.result.thumbs]
+    assert blobs["threads"] == blobs["serial"] and all(blobs["serial"])
+    assert len(set(blobs["serial"])) == 9
 
 
 def test_changed_metadata_of_an_unchanged_image_is_updated_on_the_next_run(tmp_path):

@@ -43,11 +43,12 @@ def snapshot(path) -> dict:
             "groups": [sorted(g["members"]) for g in store.dup_groups()],
             "vectors": by_id,
             "phash": dict(zip(features.ids, features.columns["phash"].tolist(), strict=True)),
+            "thumbs": {p.id: store.thumbnail(p.id).data for p in store.products()},
         }
 
 
 def _assert_same(a: dict, b: dict) -> None:
-    for key in ("products", "errors", "colours", "flags", "groups", "phash"):
+    for key in ("products", "errors", "colours", "flags", "groups", "phash", "thumbs"):
         assert a[key] == b[key], key
     assert a["vectors"].keys() == b["vectors"].keys()
     for pid, vec in a["vectors"].items():
@@ -79,3 +80,7 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path):
         named = {r[0] for r in store.db.execute("SELECT path FROM shards")}
     on_disk = {p.relative_to(killed).as_posix() for p in (killed / "features").rglob("*") if p.is_file()}
     assert on_disk == named
+    # nor stray thumbnail packs: a pack written by a task the kill left uncommitted is gone
+    with Store.open(killed) as store:
+        packs = store.thumb_packs()
+    assert {f"thumbs/{p.name}" for p in (killed / "thumbs").iterdir()} == packs

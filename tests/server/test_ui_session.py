@@ -152,4 +152,4 @@ def test_replicate_products_grows_a_store_whose_copies_share_images(store_templa
         assert len(store.products(status=None)) == before + 95
         copy = store.product(f"{original.id}~1")
         assert copy is not None and copy.title == f"{original.title or original.id} #1"
-        assert store.thumb_path(copy.id) == store.thumb_path(original.id) is not None
+        assert store.thumbnail(copy.id) == store.thumbnail(original.id) is not None

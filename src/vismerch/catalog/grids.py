@@ -22,7 +22,7 @@ def grid_etag(version_id: int, ids: list[str]) -> str:
 def write_grid(con: Any, store: Store, collection: str, version_id: int, version_name: str,
                ids: list[str]) -> str:
     """Replace ``collection``'s published grid (inside the caller's transaction); its ETag."""
-    thumbs = [1 if store.thumb_path(pid) is not None else 0 for pid in ids]
+    thumbs = [1 if store.has_thumbnail(pid) else 0 for pid in ids]
     etag = grid_etag(version_id, ids)
     con.execute(
         "INSERT OR REPLACE INTO published_grids (collection, version_id, version_name, etag, ids,"

@@ -244,6 +244,17 @@ MIGRATIONS: list[str] = [
     UPDATE colours SET rank = -rank WHERE sha256 IN (SELECT sha256 FROM multicolour);
     UPDATE colours SET rank = -rank - 1 WHERE sha256 IN (SELECT sha256 FROM multicolour);
     """,
+    # 9: thumbnails packed one file per ingest task (catalog/thumbs.py); images without a
+    #    row keep their thumbs/<sha256>.jpg|.webp file from before
+    """
+    CREATE TABLE thumbs (
+        sha256 TEXT PRIMARY KEY,
+        pack TEXT NOT NULL,                -- thumbs/<name>.pack, relative to the store
+        start INTEGER NOT NULL, length INTEGER NOT NULL,   -- byte range in the pack
+        format TEXT NOT NULL               -- jpeg | webp
+    );
+    CREATE INDEX thumbs_pack ON thumbs(pack);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -5,8 +5,9 @@
 - ``features/<backend>/part-*.parquet``: append-only feature shards, written to a temp
   name and renamed, and counted only once a row in ``shards`` names them;
 - ``index/<backend>.faiss``: rebuilt from the shards after each ingest;
-- ``thumbs/<sha256>.jpg`` (or ``.webp`` with ``thumb_format = "webp"``): small
-  thumbnails for reports and the UI.
+- ``thumbs/<name>.pack``: small thumbnails for reports and the UI (JPEG, or WebP with
+  ``thumb_format = "webp"``), one pack per ingest task, found through the ``thumbs``
+  table (catalog/thumbs.py); stores from before packs keep ``thumbs/<sha256>.jpg`` files.
 """
 
 from __future__ import annotations
@@ -25,16 +26,16 @@ from typing import Any
 import numpy as np
 
 from vismerch.catalog.schema import MIGRATIONS, SCHEMA_VERSION
+from vismerch.catalog.thumbs import Thumbnail, has_legacy, read_legacy, read_packed
 from vismerch.errors import StoreError
 
 DB_NAME = "store.sqlite"
-THUMB_FORMATS = {  # thumb_format setting -> (suffix, Pillow format, save options)
+THUMB_FORMATS = {  # thumb_format setting -> (Pillow format, save options)
     # JPEG q80 4:2:0 (the default): ~0.2 ms per 256 px thumbnail, ~4.9 KB; WebP method 0
     # (libwebp's fastest): ~1.1 ms, ~3.7 KB. See docs/architecture.md for the choice.
-    "jpeg": (".jpg", "JPEG", {"quality": 80, "subsampling": "4:2:0"}),
-    "webp": (".webp", "WEBP", {"quality": 80, "method": 0}),
+    "jpeg": ("JPEG", {"quality": 80, "subsampling": "4:2:0"}),
+    "webp": ("WEBP", {"quality": 80, "method": 0}),
 }
-THUMB_SUFFIXES = tuple(suffix for suffix, _, _ in THUMB_FORMATS.values())
 
 
 def write_descriptions(con: sqlite3.Connection,
@@ -381,15 +382,36 @@ class Store:
                 g["representative"] = row[1]
         return list(groups.values())
 
-    def thumb_path(self, product_id: str) -> Path | None:
-        row = self.db.execute("SELECT sha256 FROM products WHERE id = ?", (product_id,)).fetchone()
+    def _thumb_row(self, product_id: str) -> tuple[str | None, Any]:
+        """(the product's image hash, its ``thumbs`` row or None)."""
+        row = self.db.execute(
+            "SELECT p.sha256, t.pack, t.start, t.length, t.format FROM products p "
+            "LEFT JOIN thumbs t ON t.sha256 = p.sha256 WHERE p.id = ?", (product_id,)).fetchone()
         if not row or not row[0]:
+            return None, None
+        return row[0], (row if row[1] is not None else None)
+
+    def thumbnail(self, product_id: str) -> Thumbnail | None:
+        """The product's thumbnail (bytes and format), or None when it has none (no image,
+        thumbnails off, or a missing or damaged pack: logged, never raised)."""
+        sha, row = self._thumb_row(product_id)
+        if sha is None:
             return None
-        for suffix in THUMB_SUFFIXES:  # a store may hold both, from runs with either setting
-            path = self.path / "thumbs" / f"{row[0]}{suffix}"
-            if path.exists():
-                return path
-        return None
+        if row is None:
+            return read_legacy(self.path, sha)
+        data = read_packed(self.path, row[1], row[2], row[3])
+        return Thumbnail(data, row[4]) if data is not None else None
+
+    def has_thumbnail(self, product_id: str) -> bool:
+        """Whether the store holds a thumbnail for the product (without reading it)."""
+        sha, row = self._thumb_row(product_id)
+        if sha is None:
+            return False
+        return row is not None or has_legacy(self.path, sha)
+
+    def thumb_packs(self) -> set[str]:
+        """Every pack a ``thumbs`` row names (the rest are orphans of a killed run)."""
+        return {row[0] for row in self.db.execute("SELECT DISTINCT pack FROM thumbs")}
 
 
 def _can_write(path: Path) -> bool:

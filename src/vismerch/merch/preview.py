@@ -1,6 +1,6 @@
 """Previews of an arranged grid: a PNG mosaic of the first rows and an HTML page.
 
-Tiles come from the store's thumbnails (``store.thumb_path``); a product without one
+Tiles come from the store's thumbnails (``store.thumbnail``); a product without one
 gets a grey tile with its id. Look-alike neighbours are outlined in red, so a before /
 after pair shows at a glance what the arrangement fixed. The HTML page shows the whole
 order (up to ``limit`` tiles) with a width switcher for every breakpoint and each slot's
@@ -35,10 +35,10 @@ def _font(size: int = 11) -> ImageFont.ImageFont:
 
 
 def _tile(store: Any, pid: str, size: int) -> Image.Image:
-    path = store.thumb_path(pid) if store is not None else None
-    if path is not None:
+    thumb = store.thumbnail(pid) if store is not None else None
+    if thumb is not None:
         try:
-            with Image.open(path) as im:
+            with Image.open(io.BytesIO(thumb.data)) as im:
                 im = im.convert("RGB")
                 im.thumbnail((size, size))
                 tile = Image.new("RGB", (size, size), (255, 255, 255))

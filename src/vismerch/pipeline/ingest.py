@@ -25,6 +25,7 @@ from vismerch.catalog.lock import writer_lock
 from vismerch.catalog.shards import drop_broken_shards, record_shard, remove_orphans
 from vismerch.catalog.sources import ProductRecord, read_source
 from vismerch.catalog.store import THUMB_FORMATS, Store, utc_timestamp, write_descriptions
+from vismerch.catalog.thumbs import record_thumbs, remove_orphan_packs
 from vismerch.config import Settings, load_settings
 from vismerch.errors import JobFailed, StoreError, UsageError
 from vismerch.pipeline.plan import plan_tasks
@@ -123,6 +124,7 @@ def _commit_task(store: Store, result: TaskResult, records: dict[str, ProductRec
         write_descriptions(con, [(sha, colours, result.quality.get(sha, []),
                                   result.multicolour.get(sha, False))
                                  for sha, colours in result.colours.items()])
+        record_thumbs(con, result.thumbs)
         for url, item in validators:
             _record_validators(con, url, item, run_id)
         con.executemany("INSERT OR REPLACE INTO images (sha256, width, height, bytes, format) "
@@ -326,6 +328,7 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
         log.warning("feature shard %s is %s: its images are featured again", rel, problem)
     known_shards = {row[0] for row in store.db.execute("SELECT path FROM shards").fetchall()}
     remove_orphans(store.path, known_shards)
+    remove_orphan_packs(store.path, store.thumb_packs())
     if store.db.execute("SELECT 1 FROM colours LIMIT 1").fetchone() is None:
         # nothing judged yet: this run's workers judge with these rules and settings,
         # so derive need not re-judge (it does when an older store's key differs)

@@ -8,9 +8,7 @@ distributor may run decode in CPU workers and encode next to the GPU.
 from __future__ import annotations
 
 import hashlib
-import os
 import time
-import uuid
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -23,6 +21,7 @@ from vismerch.catalog.fetch import Fetched, FetchPolicy, fetch, in_order, url_sc
 from vismerch.catalog.reading import read_image_file
 from vismerch.catalog.shards import write_shard
 from vismerch.catalog.store import THUMB_FORMATS
+from vismerch.catalog.thumbs import write_pack
 from vismerch.errors import DecodeError
 from vismerch.features.base import fingerprint_key
 from vismerch.imaging.decode import decode_image
@@ -38,6 +37,9 @@ class DecodedTask:
     sizes: dict[str, tuple[int, int]] = field(default_factory=dict)
     # JPEG bytes left for the GPU decoder (decode_task(..., defer_jpeg=True))
     raw: dict[str, bytes] = field(default_factory=dict)
+    # thumbnails made while decoding, encoded and written together once the task's images
+    # are decoded (sha256, (h, w, 3) array)
+    thumbs: list[tuple[str, Any]] = field(default_factory=list)
 
 
 class PhaseTimer:
@@ -58,7 +60,7 @@ def encode_thumb(thumb: Any, fmt: str) -> bytes:
 
     from PIL import Image
 
-    _, pillow_format, options = THUMB_FORMATS[fmt]
+    pillow_format, options = THUMB_FORMATS[fmt]
     if isinstance(thumb, np.ndarray):
         if fmt == "jpeg":
             import simplejpeg
@@ -70,25 +72,29 @@ def encode_thumb(thumb: Any, fmt: str) -> bytes:
     return buf.getvalue()
 
 
-def _save_thumb(store_path: Path, sha: str, thumb, fmt: str) -> None:
-    suffix = THUMB_FORMATS[fmt][0]
-    final = store_path / "thumbs" / f"{sha}{suffix}"
-    if final.exists():
+THUMB_THREADS = 4  # Pillow and simplejpeg release the GIL while encoding
+
+
+def write_thumbs(out: DecodedTask, store_path: Path, fmt: str, timer: PhaseTimer,
+                 threads: int = 1) -> None:
+    """Encode the thumbnails ``out`` collected and write them as one pack
+    (catalog/thumbs.py); where each lies goes into the task's result for the driver to
+    commit. Run once the task's images are decoded: interleaved with the decodes, each
+    encode ran cache-cold. ``threads``: the device consumer encodes a whole batch at once
+    on a few threads so that the GPU is not held back (a CPU worker has its one core)."""
+    if not out.thumbs:
         return
-    tmp = final.with_name(f".{sha}.{uuid.uuid4().hex}.tmp")
-    tmp.write_bytes(encode_thumb(thumb, fmt))
-    os.replace(tmp, final)
-
-
-THUMB_THREADS = 4  # Pillow releases the GIL while encoding, so threads encode in parallel
-
-
-def save_thumbs(store_path: Path, thumbs: list[tuple[str, Any]], fmt: str) -> None:
-    """Encode and write a batch of thumbnails on a few threads: the device consumer makes a
-    whole batch's at once, and one thread encoding WebP (~1 ms each) would hold the GPU
-    back (two threads encode 1.9x as fast as one)."""
-    with ThreadPoolExecutor(max(1, min(THUMB_THREADS, len(thumbs)))) as pool:
-        list(pool.map(lambda job: _save_thumb(store_path, job[0], job[1], fmt), thumbs))
+    t = time.perf_counter()
+    jobs = out.thumbs
+    if threads > 1 and len(jobs) > 1:
+        with ThreadPoolExecutor(min(threads, len(jobs))) as pool:
+            blobs = list(pool.map(lambda job: encode_thumb(job[1], fmt), jobs))
+    else:
+        blobs = [encode_thumb(thumb, fmt) for _, thumb in jobs]
+    named = [(sha, data) for (sha, _), data in zip(jobs, blobs, strict=True)]
+    out.result.thumbs.extend(write_pack(store_path, named, fmt))
+    out.thumbs = []
+    timer.add("thumbs", t)
 
 
 def _cpu_decode(data: bytes, sha: str, res: ItemResult, needs: tuple[str, ...], out: DecodedTask,
@@ -111,10 +117,9 @@ def _cpu_decode(data: bytes, sha: str, res: ItemResult, needs: tuple[str, ...], 
         timer.add("decode", t)
         return
     res.width, res.height, res.format = decoded.width, decoded.height, decoded.format
-    t = timer.add("decode", t)
+    timer.add("decode", t)
     if decoded.thumb is not None:
-        _save_thumb(store_path, sha, decoded.thumb, settings["thumb_format"])
-        timer.add("thumbs", t)
+        out.thumbs.append((sha, decoded.thumb))
     if needs:
         out.pixels[sha] = decoded.pixels
         out.needs[sha] = needs
@@ -151,6 +156,7 @@ def decode_task(task: Task, spec: IngestSpec, defer_jpeg: bool = False) -> Decod
             _hash_and_decode(data, res, task, wanted, seen, defer_jpeg, out, settings, store_path,
                              timer)
         t = time.perf_counter()
+    write_thumbs(out, store_path, settings["thumb_format"], timer)
     return out
 
 
@@ -253,15 +259,15 @@ def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTa
         decoded.pixels[shas[i]] = batch[row]
     if settings["thumb_size"] and done:
         host = batch.cpu().numpy()  # one device-to-host copy for the whole batch
-        save_thumbs(store_path, [
+        decoded.thumbs.extend(
             (shas[i], thumbnail(host[row], *decoded.sizes[shas[i]], settings["thumb_size"]))
-            for row, i in enumerate(done)
-        ], settings["thumb_format"])
+            for row, i in enumerate(done))
     timer.add("thumbs", t)
     for i in sorted(set(range(len(shas))) - set(done)):
         sha = shas[i]
         needs = decoded.needs.pop(sha)
         _cpu_decode(datas[i], sha, by_sha[sha], needs, decoded, settings, store_path, timer)
+    write_thumbs(decoded, store_path, settings["thumb_format"], timer, threads=THUMB_THREADS)
     for item in decoded.result.items:  # copies of the same bytes share the outcome
         first = by_sha.get(item.sha256)
         if first is not None and item is not first:

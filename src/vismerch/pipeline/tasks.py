@@ -100,5 +100,7 @@ class TaskResult:
     colours: dict[str, list[tuple[str, str, float]]] = field(default_factory=dict)
     multicolour: dict[str, bool] = field(default_factory=dict)  # sha256 -> verdict
     quality: dict[str, list[tuple[str, float, bool]]] = field(default_factory=dict)
+    # where each thumbnail was packed (catalog/thumbs.PackedThumb), for the driver to commit
+    thumbs: list[Any] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     error: str | None = None  # a task-level failure (the driver retries or records it)

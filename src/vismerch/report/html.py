@@ -35,9 +35,8 @@ class _Thumbs:
 
     def __call__(self, product_id: str) -> str:
         if product_id not in self.cache:
-            path = self.store.thumb_path(product_id)
-            mime = "image/webp" if path and path.suffix == ".webp" else "image/jpeg"
-            self.cache[product_id] = _data_uri(path.read_bytes(), mime) if path else ""
+            thumb = self.store.thumbnail(product_id)
+            self.cache[product_id] = _data_uri(thumb.data, thumb.media_type) if thumb else ""
         return self.cache[product_id]
 
 

@@ -142,7 +142,7 @@ def preview(ws: Workspace, collection: str, *, columns: Sequence[int] = (2, 3, 4
     slots = []
     for s in page:
         rec = result.records.get(s.id, {})
-        thumb = ws.store.thumb_path(s.id) is not None
+        thumb = ws.store.has_thumbnail(s.id)
         slots.append(PreviewSlot(
             position=s.position, id=s.id, title=rec.get("title"), category=rec.get("category"),
             price=rec.get("price"), stock=rec.get("stock"), colour=rec.get("colour"),

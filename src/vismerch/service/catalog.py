@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from vismerch.catalog import browse
+from vismerch.catalog.thumbs import Thumbnail
 from vismerch.service._util import check_k, decode_cursor, encode_cursor, require_product
 from vismerch.service.models import (
     ColourTag,
@@ -87,23 +86,19 @@ def product_detail(ws: Workspace, product_id: str, *, similar_k: int = 8) -> Pro
         description=p.description, sales=p.sales, created_at=p.created_at, width=p.width,
         height=p.height, attributes=p.attributes, colours=colours, quality=quality,
         duplicate_group=duplicates.get_group(ws, group_id) if group_id is not None else None,
-        similar=similar, has_thumbnail=ws.store.thumb_path(product_id) is not None)
+        similar=similar, has_thumbnail=ws.store.has_thumbnail(product_id))
 
 
-def thumbnail_path(ws: Workspace, product_id: str) -> Path:
+def thumbnail(ws: Workspace, product_id: str) -> Thumbnail:
     """The stored thumbnail of a product (found by id, never by a client-given path)."""
     from vismerch.errors import NotFound
 
     require_product(ws.store, product_id)
-    path = ws.store.thumb_path(product_id)
-    if path is None:
+    thumb = ws.store.thumbnail(product_id)
+    if thumb is None:
         raise NotFound("thumbnail", product_id, f"product {product_id!r} has no thumbnail",
                        hint="thumbnails are made at ingest (thumb_size > 0)")
-    return path
-
-
-def thumbnail_media_type(path: Path) -> str:
-    return {".webp": "image/webp", ".jpg": "image/jpeg"}.get(path.suffix, "application/octet-stream")
+    return thumb
 
 
 def tags(ws: Workspace) -> list[TagRow]:

@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request
-from fastapi.responses import FileResponse
+from fastapi.responses import Response
 
 from vismerch.serve.auth import require
-from vismerch.serve.errors import ApiError
-from vismerch.serve.routes.common import page_limit, store, workspace
+from vismerch.serve.routes.common import page_limit, workspace
 from vismerch.service import catalog, search
 from vismerch.service.models import ErrorRow, Facets, ProductDetail, ProductPage, SearchResult
 
@@ -54,18 +53,15 @@ def similar(request: Request, product_id: ProductId, k: Annotated[int, Query(ge=
     return search.similar(workspace(request), product_id, k=k, same_category=same_category, in_stock=in_stock)
 
 
-@router.get("/products/{product_id:path}/thumbnail", response_class=FileResponse,
+@router.get("/products/{product_id:path}/thumbnail", response_class=Response,
             summary="The product's thumbnail image (any key, storefront included)",
             responses={200: {"content": {"image/webp": {}, "image/jpeg": {}},
                              "description": "The thumbnail"}})
 def thumbnail(request: Request, product_id: ProductId, _: object = Depends(require("storefront"))
-              ) -> FileResponse:
-    path = catalog.thumbnail_path(workspace(request), product_id)
-    thumbs = (store(request).path / "thumbs").resolve()
-    if not path.resolve().is_relative_to(thumbs):  # the store names it; still never leave thumbs/
-        raise ApiError(404, "not_found", f"product {product_id!r} has no thumbnail", field="product_id")
-    return FileResponse(path, media_type=catalog.thumbnail_media_type(path),
-                        headers={"Cache-Control": "public, max-age=86400"})
+              ) -> Response:
+    thumb = catalog.thumbnail(workspace(request), product_id)
+    return Response(thumb.data, media_type=thumb.media_type,
+                    headers={"Cache-Control": "public, max-age=86400"})
 
 
 @router.get("/products/{product_id:path}", response_model=ProductDetail,
