@@ -308,3 +308,71 @@ def test_workers_keep_freed_memory_where_glibc_allows():
     from vismerch.pipeline.worker import keep_freed_memory
 
     assert keep_freed_memory() is (platform.libc_ver()[0] == "glibc")
+
+
+def test_derive_from_shards_read_during_the_run_equals_derive_from_disk(folder, tmp_path,
+                                                                        monkeypatch):
+    """The driver reads each task's shard as it commits (up to PREREAD_MAX_ROWS rows) so
+    that derive need not: the same features, groups and index as a derive that reads every
+    shard itself, whether all, some or none were read ahead."""
+    import numpy as np
+
+    import vismerch.pipeline.ingest as ingest_module
+    from vismerch.catalog.shards import read_shard
+    from vismerch.config import load_settings
+    from vismerch.merch.derive import refresh_derived
+
+    root, _, _ = folder
+    settings = load_settings().replace(task_size=5)
+    import vismerch.catalog.shards as shards_module
+
+    stores, derive_reads = {}, {}
+    real_read = shards_module.read_shard_or_none
+    for cap in (10_000, 7, 0):  # all shards, the first one only, none
+        monkeypatch.setattr(ingest_module, "PREREAD_MAX_ROWS", cap)
+        reads = []  # what Store.load_features reads itself (ingest keeps its own binding)
+        monkeypatch.setattr(shards_module, "read_shard_or_none",
+                            lambda path, *a, reads=reads: reads.append(path) or real_read(path, *a))
+        stores[cap] = tmp_path / f"cap{cap}"
+        ingest(root / "good", stores[cap], settings=settings, workers=1, progress=False)
+        derive_reads[cap] = len(reads)
+    monkeypatch.setattr(shards_module, "read_shard_or_none", real_read)
+    # 16 images in tasks of 5, 5, 5, 1: under a cap of 7 rows the first and the last are read ahead
+    assert derive_reads[10_000] == 0 and derive_reads[0] == 4 and derive_reads[7] == 2
+    views = []
+    for path in stores.values():
+        with Store.open(path) as store:
+            features = store.load_features("colour")
+            views.append((features.ids, features.vectors, store.dup_groups(), store.tags()))
+    for other in views[1:]:
+        assert other[0] == views[0][0] and other[2:] == views[0][2:]
+        np.testing.assert_array_equal(other[1], views[0][1])
+    # load_features takes the shards it is handed (and only those it needs) out of the dict
+    with Store.open(stores[0]) as store:
+        shards = [r[0] for r in store.db.execute("SELECT path FROM shards ORDER BY id")]
+        preread = {rel: read_shard(stores[0] / rel) for rel in shards[:2]}
+        preread["features/colour/not-a-shard.parquet"] = {}
+        features = store.load_features("colour", preread=preread)
+        assert list(preread) == ["features/colour/not-a-shard.parquet"]
+        np.testing.assert_array_equal(features.vectors, views[0][1])
+        refresh_derived(store, settings, {})
+        assert store.dup_groups() == views[0][2]
+
+
+def test_derive_runs_without_automatic_gc_and_leaves_the_callers_setting_as_it_was():
+    import gc
+
+    from vismerch.pipeline.ingest import gc_paused
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), gc_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("derive failed")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # a caller that had it off keeps it off
+    finally:
+        gc.enable()

@@ -261,11 +261,13 @@ class Store:
         ).fetchall()
         return [row[0] for row in rows]
 
-    def load_features(self, backend: str = "colour", fingerprint: str | None = None) -> Features:
+    def load_features(self, backend: str = "colour", fingerprint: str | None = None,
+                      preread: dict[str, dict[str, np.ndarray]] | None = None) -> Features:
         """Vectors and columns of ``backend`` for every ok product whose image has them.
 
         Only one fingerprint is ever loaded (the newest unless named), so vectors of
-        different models or precisions never mix.
+        different models or precisions never mix. ``preread``: shards the caller already
+        read (``read_shard``), by path relative to the store; those used are taken out.
         """
         from vismerch.catalog.shards import read_shard_or_none
 
@@ -291,7 +293,7 @@ class Store:
         lost: list[int] = []  # rows of missing or damaged shards: left out, never a crash
         for shard_path, positions in by_shard.items():
             take = np.array([rows[i]["row"] for i in positions])
-            data = read_shard_or_none(self.path / shard_path)
+            data = (preread or {}).pop(shard_path, None) or read_shard_or_none(self.path / shard_path)
             if data is None or any(len(a) <= int(take.max()) for a in data.values()):
                 lost.extend(positions)
                 continue

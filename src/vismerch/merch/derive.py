@@ -83,14 +83,16 @@ def refresh_descriptions(store: Store, features: Features, settings: Settings,
 
 
 def refresh_indexes(store: Store, settings: Settings,
-                    loaded: dict[str, Features] | None = None) -> dict[str, object]:
+                    loaded: dict[str, Features] | None = None,
+                    preread: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, object]:
     """One FAISS index per backend (newest fingerprint) under ``index/``; returns them.
-    ``loaded``: features the caller already read, by backend."""
+    ``loaded``: features the caller already read, by backend; ``preread``: shards already
+    read (see ``Store.load_features``)."""
     from vismerch.search.index import VectorIndex
 
     built: dict[str, object] = {}
     for backend in store.feature_backends():
-        features = (loaded or {}).get(backend) or store.load_features(backend)
+        features = (loaded or {}).get(backend) or store.load_features(backend, preread=preread)
         if not len(features):
             continue
         index = VectorIndex.build(
@@ -255,11 +257,14 @@ def _legacy_pairs(features: Features, rows: np.ndarray, settings: Settings, inde
     return pairs.i, pairs.j
 
 
-def refresh_derived(store: Store, settings: Settings) -> dict[str, object]:
-    features = store.load_features("colour")
+def refresh_derived(store: Store, settings: Settings,
+                    preread: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, object]:
+    """Every derived view, from what is committed. ``preread``: feature shards the caller
+    already read (ingest reads each task's shard as it commits), by store-relative path."""
+    features = store.load_features("colour", preread=preread)
     products = store.products()
     redescribed = refresh_descriptions(store, features, settings, products)  # before dedup: it reads flags
-    indexes = refresh_indexes(store, settings, {"colour": features})
+    indexes = refresh_indexes(store, settings, {"colour": features}, preread)
     out: dict[str, object] = {
         "redescribed": redescribed,
         "audit": refresh_audit(store, features, settings, products),
