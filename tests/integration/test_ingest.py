@@ -376,3 +376,31 @@ def test_derive_runs_without_automatic_gc_and_leaves_the_callers_setting_as_it_w
         assert not gc.isenabled()  # a caller that had it off keeps it off
     finally:
         gc.enable()
+
+
+def test_the_driver_fsyncs_every_shard_and_pack_before_its_commit_names_it(folder, tmp_path,
+                                                                           monkeypatch):
+    """Workers write shards and thumbnail packs without waiting on the disk; the driver
+    fsyncs each one before the transaction that names it (so a committed row never points
+    at bytes a power cut could lose)."""
+    import vismerch.pipeline.ingest as ingest_module
+    from vismerch.catalog.shards import sync_file
+    from vismerch.config import load_settings
+
+    root, _, _ = folder
+    synced, named_at_sync = [], []
+
+    def recording_sync(path):
+        with Store.open(tmp_path / "store") as store:  # what is committed at that moment
+            named_at_sync.append({r[0] for r in store.db.execute("SELECT path FROM shards")}
+                                 | store.thumb_packs())
+        synced.append(path.relative_to(tmp_path / "store").as_posix())
+        sync_file(path)
+
+    monkeypatch.setattr(ingest_module, "sync_file", recording_sync)
+    ingest(root / "good", tmp_path / "store", settings=load_settings().replace(task_size=6),
+           workers=1, progress=False)
+    with Store.open(tmp_path / "store") as store:
+        committed = {r[0] for r in store.db.execute("SELECT path FROM shards")} | store.thumb_packs()
+    assert len(committed) == 6 and set(synced) == committed  # 3 tasks: 3 shards, 3 packs
+    assert all(path not in named for path, named in zip(synced, named_at_sync, strict=True))

@@ -30,8 +30,11 @@ def write_shard(
     sha256: list[str],
     vectors: np.ndarray,
     columns: dict[str, np.ndarray],
+    sync: bool = True,
 ) -> str:
-    """Write one shard atomically; return its path relative to the store."""
+    """Write one shard atomically; return its path relative to the store. ``sync=False``
+    leaves the fsync to whoever commits it (``sync_file``; the ingest driver does, so
+    that a worker never waits on the disk)."""
     rel = Path("features") / backend / f"{name}.parquet"
     final = store_path / rel
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -41,10 +44,19 @@ def write_shard(
     table = pa.table(data)
     tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex}.tmp")
     pq.write_table(table, tmp, compression="zstd")
-    with open(tmp, "rb") as fh:  # the bytes reach the disk before the name does
-        os.fsync(fh.fileno())
+    if sync:  # the bytes reach the disk before the name does
+        sync_file(tmp)
     os.replace(tmp, final)
     return rel.as_posix()
+
+
+def sync_file(path: Path) -> None:
+    """fsync a file's bytes to the disk (a read-only descriptor is enough on POSIX)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def read_shard(path: Path, columns: list[str] | None = None) -> dict[str, np.ndarray]:

@@ -5,9 +5,9 @@ A pack is the task's encoded thumbnails (JPEG or WebP bytes) one after another; 
 instead of one per image: two workers creating and renaming files in one directory,
 while other writers fsync, spent ~0.5-1 ms per thumbnail waiting on the directory and
 the journal (three to five times the encode); a pack is one create and one rename per
-task. Packs are written like shards (temp name, fsync, rename) and count only once the
-task's transaction names them, so a killed run leaves at most an orphan file, which the
-next ingest removes.
+task. Packs are written like shards (temp name, rename; fsynced before the commit that
+names them) and count only once the task's transaction names them, so a killed run
+leaves at most an orphan file, which the next ingest removes.
 
 Stores written before packs keep ``thumbs/<sha256>.jpg`` (or ``.webp``) files; readers
 fall back to them.
@@ -49,9 +49,11 @@ class Thumbnail:
         return MEDIA_TYPES.get(self.format, "application/octet-stream")
 
 
-def write_pack(store_path: Path, blobs: list[tuple[str, bytes]], fmt: str) -> list[PackedThumb]:
+def write_pack(store_path: Path, blobs: list[tuple[str, bytes]], fmt: str,
+               sync: bool = True) -> list[PackedThumb]:
     """Write ``[(sha256, encoded bytes)]`` as one new pack under ``thumbs/``; where each one
-    lies. Nothing is written for an empty list."""
+    lies. Nothing is written for an empty list. ``sync=False`` leaves the fsync to whoever
+    commits the pack (the ingest driver does)."""
     if not blobs:
         return []
     rel = f"thumbs/{uuid.uuid4().hex}{PACK_SUFFIX}"
@@ -64,8 +66,9 @@ def write_pack(store_path: Path, blobs: list[tuple[str, bytes]], fmt: str) -> li
             fh.write(data)
             placed.append(PackedThumb(sha, rel, start, len(data), fmt))
             start += len(data)
-        fh.flush()
-        os.fsync(fh.fileno())  # the bytes reach the disk before the name does
+        if sync:  # the bytes reach the disk before the name does
+            fh.flush()
+            os.fsync(fh.fileno())
     os.replace(tmp, final)
     return placed
 

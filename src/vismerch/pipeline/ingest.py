@@ -29,6 +29,7 @@ from vismerch.catalog.shards import (
     read_shard_or_none,
     record_shard,
     remove_orphans,
+    sync_file,
 )
 from vismerch.catalog.sources import ProductRecord, read_source
 from vismerch.catalog.store import THUMB_FORMATS, Store, utc_timestamp, write_descriptions
@@ -125,6 +126,10 @@ def _commit_task(store: Store, result: TaskResult, records: dict[str, ProductRec
                            item.detail, run_id))
             products.append(_product_row(record, run_id, sha256=item.sha256, status="failed",
                                          file_size=item.file_size, file_mtime=item.file_mtime))
+    # the worker wrote its shards and thumbnail pack without waiting on the disk: their
+    # bytes are made durable here, before the transaction that names them
+    for rel in [shard.path for shard in result.shards] + sorted({t.pack for t in result.thumbs}):
+        sync_file(store.path / rel)
     with store.transaction() as con:
         for shard in result.shards:
             record_shard(con, shard.backend, shard.fingerprint, shard.spec_key, shard.path,

@@ -92,7 +92,7 @@ def write_thumbs(out: DecodedTask, store_path: Path, fmt: str, timer: PhaseTimer
     else:
         blobs = [encode_thumb(thumb, fmt) for _, thumb in jobs]
     named = [(sha, data) for (sha, _), data in zip(jobs, blobs, strict=True)]
-    out.result.thumbs.extend(write_pack(store_path, named, fmt))
+    out.result.thumbs.extend(write_pack(store_path, named, fmt, sync=False))  # the driver syncs
     out.thumbs = []
     timer.add("thumbs", t)
 
@@ -331,7 +331,8 @@ def encode_task(decoded: DecodedTask, spec: IngestSpec, backends: dict[str, Any]
         t = timer.add(f"encode:{bspec.name}", t)
         merged = {k: np.concatenate(v) for k, v in columns.items()}
         name = f"part-{spec.run_id:05d}-{result.index:05d}"
-        path = write_shard(Path(spec.store_path), bspec.name, name, shas, np.concatenate(vectors), merged)
+        path = write_shard(Path(spec.store_path), bspec.name, name, shas, np.concatenate(vectors),
+                           merged, sync=False)  # the driver fsyncs it before its commit
         result.shards.append(
             ShardResult(bspec.name, bspec.key, fingerprint_key(backend.fingerprint), path, shas)
         )
