@@ -247,3 +247,20 @@ def test_audit_skips_unknown_and_multicolour_listings_with_a_reason():
     assert audit_listed_colour("", lab, w, reasons=reasons) is None
     assert len(reasons) == 3 and "Blurple" in reasons[0]
     assert audit_listed_colour("#ff0000", lab, w).disagrees  # hex listings work too
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 12])
+def test_cell_means_of_uint8_pixels_are_the_float_paths_values(k):
+    """uint8 pixels are summed as integers (int16, int32 past k = 11): exactly the means the
+    float32 path gives, channels last and without, cropping what does not fill a cell."""
+    import torch
+
+    from vismerch.features.quality import cell_mean
+
+    gen = torch.Generator().manual_seed(k)
+    rgb = torch.randint(0, 256, (3, 5 * k + 1, 5 * k - 1, 3), dtype=torch.uint8, generator=gen)
+    rgb[0] = 255  # the largest sums
+    for x in (rgb, rgb[..., 0]):
+        got = cell_mean(x, k)
+        assert got.dtype == torch.float32 and got.shape[1:3] == (5, 4)
+        assert torch.equal(got, cell_mean(x.to(torch.float32), k))

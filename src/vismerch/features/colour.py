@@ -265,21 +265,22 @@ def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     """uint8 (b, S, S, 3) -> (phash bits, blur, channels-last GRID x GRID sRGB means,
     32x32 uint8 structure signature, GRID x GRID luma of those means, and the
     BOX_GRID x BOX_GRID means the duplicate signature starts from, or None)."""
-    xf = x.to(torch.float32)
     h, w = x.shape[1:3]
     fine = None
+    # cell means straight from the uint8 pixels (integer sums: the float values, cheaper)
     if h == w and h % BOX_GRID == 0:
-        # one pass over the full-size floats serves both: the 64x64 means are 2x2 means of
+        # one pass over the full-size pixels serves both: the 64x64 means are 2x2 means of
         # the 128x128 ones, which dupsig.signatures would otherwise recompute from x
-        fine = quality.cell_mean(xf, h // BOX_GRID)
+        fine = quality.cell_mean(x, h // BOX_GRID)
         rgb = quality.cell_mean(fine, BOX_GRID // GRID)
     elif h % GRID == 0 and w % GRID == 0 and h == w:
-        rgb = quality.cell_mean(xf, h // GRID)
+        rgb = quality.cell_mean(x, h // GRID)
     else:
-        rgb = _shrink(xf.permute(0, 3, 1, 2), GRID).permute(0, 2, 3, 1).contiguous()
+        xf = x.to(torch.float32).permute(0, 3, 1, 2)
+        rgb = _shrink(xf, GRID).permute(0, 2, 3, 1).contiguous()
     # the hash's 32x32 area means are 2x2 means of the 64x64 ones (luma is linear)
     grey = luma(rgb)
-    return (phash_bits(grey), quality.blur_metric(luma(xf)), rgb, structure_signature(grey), grey,
+    return (phash_bits(grey), quality.blur_metric(luma(x)), rgb, structure_signature(grey), grey,
             fine)
 
 

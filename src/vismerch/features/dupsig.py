@@ -174,7 +174,7 @@ def box_cells(x: torch.Tensor, grid: torch.Tensor | None = None
     b, h, w, _ = x.shape
     if grid is None:
         if h % BOX_GRID == 0 and w % BOX_GRID == 0:  # strided sums, channels last: cheapest
-            grid = quality.cell_mean(x.to(torch.float32), h // BOX_GRID)
+            grid = quality.cell_mean(x, h // BOX_GRID)
         else:
             grid = _area(x.to(torch.float32).permute(0, 3, 1, 2), BOX_GRID, BOX_GRID
                          ).permute(0, 2, 3, 1)
