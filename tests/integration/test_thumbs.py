@@ -103,3 +103,20 @@ def test_a_store_from_before_packs_serves_its_thumbnail_files(packed, tmp_path):
         assert legacy.data == packed_bytes[first.id] and legacy.media_type == "image/jpeg"
         assert store.thumbnail(second.id).media_type == "image/webp"
         assert store.has_thumbnail(first.id) and store.has_thumbnail(second.id)
+
+
+def test_a_deleted_pack_is_forgotten_by_the_next_ingest(packed, tmp_path):
+    import shutil
+
+    cat, path, settings = packed
+    store_path = tmp_path / "store"
+    shutil.copytree(path, store_path)
+    with Store.open(store_path) as store:
+        victim = sorted(store.thumb_packs())[0]
+    (store_path / victim).unlink()
+    ingest(cat.manifest_path, store_path, settings=settings, workers=1, progress=False)
+    with Store.open(store_path) as store:
+        assert victim not in store.thumb_packs() and len(store.thumb_packs()) == 2
+        missing = [p.id for p in store.products() if not store.has_thumbnail(p.id)]
+        assert len(missing) == 4  # the first task's images: no row, no warning per read
+        assert all(store.thumbnail(pid) is None for pid in missing)

@@ -111,6 +111,15 @@ def record_thumbs(con, placed: list[PackedThumb]) -> None:
     )
 
 
+def forget_missing_packs(con, store_path: Path) -> list[str]:
+    """Inside the caller's transaction: drop the rows of packs whose file is gone (deleted
+    to save space, or lost), so those products count as having no thumbnail."""
+    gone = [pack for (pack,) in con.execute("SELECT DISTINCT pack FROM thumbs")
+            if not (store_path / pack).is_file()]
+    con.executemany("DELETE FROM thumbs WHERE pack = ?", [(pack,) for pack in gone])
+    return gone
+
+
 def remove_orphan_packs(store_path: Path, known: set[str]) -> int:
     """Delete packs no row names (a run killed between rename and commit) and temp files
     of packs. Returns how many were removed."""

@@ -33,7 +33,7 @@ from vismerch.catalog.shards import (
 )
 from vismerch.catalog.sources import ProductRecord, read_source
 from vismerch.catalog.store import THUMB_FORMATS, Store, utc_timestamp, write_descriptions
-from vismerch.catalog.thumbs import record_thumbs, remove_orphan_packs
+from vismerch.catalog.thumbs import forget_missing_packs, record_thumbs, remove_orphan_packs
 from vismerch.config import Settings, load_settings
 from vismerch.errors import JobFailed, StoreError, UsageError
 from vismerch.pipeline.plan import plan_tasks
@@ -355,6 +355,8 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
         log.warning("feature shard %s is %s: its images are featured again", rel, problem)
     known_shards = {row[0] for row in store.db.execute("SELECT path FROM shards").fetchall()}
     remove_orphans(store.path, known_shards)
+    with store.transaction() as con:
+        forget_missing_packs(con, store.path)
     remove_orphan_packs(store.path, store.thumb_packs())
     if store.db.execute("SELECT 1 FROM colours LIMIT 1").fetchone() is None:
         # nothing judged yet: this run's workers judge with these rules and settings,
