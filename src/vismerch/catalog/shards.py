@@ -59,12 +59,13 @@ def sync_file(path: Path) -> None:
         os.close(fd)
 
 
-def read_shard(path: Path, columns: list[str] | None = None) -> dict[str, np.ndarray]:
+def read_shard(path: Path, columns: list[str] | None = None, threads: bool = True
+               ) -> dict[str, np.ndarray]:
     """A shard's columns as numpy arrays; fixed-size list columns become 2-D/3-D arrays.
     One file through ``ParquetFile``: ``pq.read_table`` goes through the dataset API, whose
     import alone costs ~0.1 s in every process that reads a shard."""
     with pq.ParquetFile(path) as parquet:
-        table = parquet.read(columns=columns)
+        table = parquet.read(columns=columns, use_threads=threads)
     out: dict[str, np.ndarray] = {}
     for name in table.column_names:
         column = table.column(name).combine_chunks()
@@ -99,11 +100,12 @@ def shard_problem(path: Path, expected_rows: int | None = None) -> str | None:
     return None
 
 
-def read_shard_or_none(path: Path, columns: list[str] | None = None) -> dict[str, np.ndarray] | None:
+def read_shard_or_none(path: Path, columns: list[str] | None = None, threads: bool = True
+                       ) -> dict[str, np.ndarray] | None:
     """``read_shard``, or None (with a warning naming the file) when the file is missing or
     damaged: reads go on without its rows, and the next ingest re-features them."""
     try:
-        return read_shard(path, columns)
+        return read_shard(path, columns, threads)
     except (OSError, pa.ArrowException, ValueError) as exc:
         log.warning("feature shard %s is missing or damaged (%s): its products are left out "
                     "until the next `vismerch ingest` re-features them", path, exc)

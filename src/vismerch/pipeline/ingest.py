@@ -424,7 +424,8 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
                     _commit_task(store, result, by_id, run_id)
                     for shard in result.shards if preread is not None else ():
                         if preread_rows + len(shard.sha256) <= PREREAD_MAX_ROWS:
-                            data = read_shard_or_none(store.path / shard.path)
+                            # one thread: the workers have the cores
+                            data = read_shard_or_none(store.path / shard.path, threads=False)
                             if data is not None:
                                 preread[shard.path] = data
                                 preread_rows += len(shard.sha256)
