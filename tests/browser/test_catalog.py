@@ -49,6 +49,11 @@ def test_catalog_search_facets_and_drawer(page, store):
     facet.click()
     page.wait_for_function("n => document.getElementById('catalog-status').textContent.startsWith(n + ' ')",
                            arg=count)
+    # the status line is set when the page arrives, the cards a moment later: wait for them
+    page.wait_for_function(
+        "c => { const m = [...document.querySelectorAll('#catalog-grid .card.product .meta')]"
+        ".map(e => e.textContent); return m.length > 0 && m.every(t => !t || t.startsWith(c)); }",
+        arg=category)
     titles = page.locator("#catalog-grid .card.product .meta").all_inner_texts()
     assert titles and all(t.startswith(category) for t in titles if t)
     page.click("#clear-filters")
@@ -60,6 +65,9 @@ def test_catalog_search_facets_and_drawer(page, store):
     page.fill("#search-q", wanted["title"])
     page.click("#search-form button[type=submit]")
     page.wait_for_selector("#catalog-status:text('results')", timeout=90_000)  # the encoder may still load
+    page.wait_for_function(  # the cards follow the status line
+        "id => [...document.querySelectorAll('#catalog-grid .card.product')].slice(0, 5)"
+        ".some(e => e.dataset.id === id)", arg=wanted["id"])
     ids = page.locator("#catalog-grid .card.product").evaluate_all("els => els.map(e => e.dataset.id)")
     assert wanted["id"] in ids[:5]
     # the drawer: colours, flags, duplicate group, more like this
