@@ -211,8 +211,8 @@ def test_a_batch_of_thumbnails_encoded_on_threads_matches_one_by_one(tmp_path, f
         write_thumbs(out, tmp_path / name, fmt, PhaseTimer({}), threads=threads)
         assert out.thumbs == [] and len(out.result.thumbs) == 9
         assert [t.sha256 for t in out.result.thumbs] == [sha for sha, _ in arrays]
-        assert [p.name for p in (tmp_path / name / "thumbs").iterdir()] == [
-            out.result.thumbs[0].pack.split("/")[1]]  # one pack, no temp file
+        assert [p.name for p in (tmp_path / name / "thumbs" / "packs").iterdir()] == [
+            out.result.thumbs[0].pack.split("/")[-1]]  # one pack, no temp file
         blobs[name] = [read_packed(tmp_path / name, t.pack, t.start, t.length)
                        for t in out.result.thumbs]
     assert blobs["threads"] == blobs["serial"] and all(blobs["serial"])

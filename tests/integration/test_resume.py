@@ -83,4 +83,4 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path):
     # nor stray thumbnail packs: a pack written by a task the kill left uncommitted is gone
     with Store.open(killed) as store:
         packs = store.thumb_packs()
-    assert {f"thumbs/{p.name}" for p in (killed / "thumbs").iterdir()} == packs
+    assert {f"thumbs/packs/{p.name}" for p in (killed / "thumbs" / "packs").iterdir()} == packs

@@ -28,10 +28,11 @@ def packed(tmp_path_factory):
 
 def test_one_pack_per_task_and_every_thumbnail_decodes(packed):
     _, path, settings = packed
-    files = sorted(p.name for p in (path / "thumbs").iterdir())
+    files = sorted(p.name for p in (path / "thumbs" / "packs").iterdir())
+    assert [p.name for p in (path / "thumbs").iterdir()] == ["packs"]
     assert len(files) == 3 and all(name.endswith(".pack") for name in files)
     with Store.open(path) as store:
-        assert store.thumb_packs() == {f"thumbs/{name}" for name in files}
+        assert store.thumb_packs() == {f"thumbs/packs/{name}" for name in files}
         products = store.products()
         assert len(products) == 10
         for p in products:
@@ -51,12 +52,12 @@ def test_the_next_ingest_removes_a_killed_runs_pack_and_keeps_the_rest(packed, t
     shutil.copytree(path, store_path)
     # what a task killed between writing its pack and committing leaves behind
     orphan = write_pack(store_path, [("f" * 64, b"\xff\xd8 not committed")], "jpeg")[0].pack
-    (store_path / "thumbs" / ".half.pack.tmp").write_bytes(b"partial")
+    (store_path / "thumbs" / "packs" / ".half.pack.tmp").write_bytes(b"partial")
     with Store.open(store_path) as store:
         before = {p.id: store.thumbnail(p.id).data for p in store.products()}
     ingest(cat.manifest_path, store_path, settings=settings, workers=1, progress=False)
     assert not (store_path / orphan).exists()
-    assert not (store_path / "thumbs" / ".half.pack.tmp").exists()
+    assert not (store_path / "thumbs" / "packs" / ".half.pack.tmp").exists()
     with Store.open(store_path) as store:
         assert {p.id: store.thumbnail(p.id).data for p in store.products()} == before
 

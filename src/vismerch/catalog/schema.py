@@ -249,7 +249,7 @@ MIGRATIONS: list[str] = [
     """
     CREATE TABLE thumbs (
         sha256 TEXT PRIMARY KEY,
-        pack TEXT NOT NULL,                -- thumbs/<name>.pack, relative to the store
+        pack TEXT NOT NULL,                -- thumbs/packs/<name>.pack, relative to the store
         start INTEGER NOT NULL, length INTEGER NOT NULL,   -- byte range in the pack
         format TEXT NOT NULL               -- jpeg | webp
     );

@@ -1,4 +1,4 @@
-"""Thumbnail packs: each ingest task's thumbnails in one file, ``thumbs/<name>.pack``.
+"""Thumbnail packs: each ingest task's thumbnails in one file, ``thumbs/packs/<name>.pack``.
 
 A pack is the task's encoded thumbnails (JPEG or WebP bytes) one after another; the
 ``thumbs`` table maps an image hash to its pack, byte range and format. One file per task
@@ -23,6 +23,8 @@ from pathlib import Path
 
 log = logging.getLogger("vismerch.thumbs")
 
+PACK_DIR = "thumbs/packs"  # apart from the per-image files of older stores: the orphan
+#                            sweep of every ingest lists only packs
 PACK_SUFFIX = ".pack"
 MEDIA_TYPES = {"jpeg": "image/jpeg", "webp": "image/webp"}
 LEGACY_FILES = ((".jpg", "jpeg"), (".webp", "webp"))  # thumbs/<sha256><suffix>, before packs
@@ -56,7 +58,7 @@ def write_pack(store_path: Path, blobs: list[tuple[str, bytes]], fmt: str,
     commits the pack (the ingest driver does)."""
     if not blobs:
         return []
-    rel = f"thumbs/{uuid.uuid4().hex}{PACK_SUFFIX}"
+    rel = f"{PACK_DIR}/{uuid.uuid4().hex}{PACK_SUFFIX}"
     final = store_path / rel
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.name}.tmp")
@@ -123,13 +125,13 @@ def forget_missing_packs(con, store_path: Path) -> list[str]:
 def remove_orphan_packs(store_path: Path, known: set[str]) -> int:
     """Delete packs no row names (a run killed between rename and commit) and temp files
     of packs. Returns how many were removed."""
-    root = store_path / "thumbs"
+    root = store_path / PACK_DIR
     if not root.is_dir():
         return 0
     removed = 0
     for path in root.iterdir():
         name = path.name
-        orphan = name.endswith(PACK_SUFFIX) and f"thumbs/{name}" not in known
+        orphan = name.endswith(PACK_SUFFIX) and f"{PACK_DIR}/{name}" not in known
         if orphan or (name.startswith(".") and name.endswith(f"{PACK_SUFFIX}.tmp")):
             path.unlink(missing_ok=True)
             removed += 1
