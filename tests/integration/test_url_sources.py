@@ -233,6 +233,7 @@ def test_sigkill_mid_run_resumes_and_downloads_only_what_was_not_committed(tmp_p
             partial = store.counts().get("ok", 0)
         assert 0 < partial < len(images)
 
+        server.wait_idle()  # the killed run's last requests are answered (and counted) first
         server.reset_counts()
         resumed = subprocess.run(cmd(tmp_path / "killed"), env=env, capture_output=True, text=True,
                                  timeout=300)

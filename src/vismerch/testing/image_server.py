@@ -68,6 +68,16 @@ class ImageServer:
     def downloads(self) -> int:
         return sum(self.bodies.values())
 
+    def wait_idle(self, timeout: float = 30.0) -> None:
+        """Until no request is being answered: a client killed mid-download leaves its
+        requests running here (a slow answer is counted when it is sent), and counts reset
+        before they end would charge them to the next client."""
+        deadline = time.monotonic() + timeout
+        while self.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if self.in_flight:
+            raise AssertionError(f"{self.in_flight} request(s) still in flight after {timeout} s")
+
     def reset_counts(self) -> None:
         with self._lock:
             self.hits.clear()
