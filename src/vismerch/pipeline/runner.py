@@ -80,8 +80,9 @@ def write_thumbs(out: DecodedTask, store_path: Path, fmt: str, timer: PhaseTimer
     """Encode the thumbnails ``out`` collected and write them as one pack
     (catalog/thumbs.py); where each lies goes into the task's result for the driver to
     commit. Run once the task's images are decoded: interleaved with the decodes, each
-    encode ran cache-cold. ``threads``: the device consumer encodes a whole batch at once
-    on a few threads so that the GPU is not held back (a CPU worker has its one core)."""
+    encode cost ~15% more (one thread, measured). ``threads``: the device consumer
+    encodes a whole batch at once on a few threads so that the GPU is not held back (a
+    CPU worker has its one core)."""
     if not out.thumbs:
         return
     t = time.perf_counter()
