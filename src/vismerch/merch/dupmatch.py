@@ -52,12 +52,26 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-6)
 
 
+_BLOCK = 65_536  # rows per block of the whole-catalog passes: bounded temporaries
+
+
 def _shrink(sig: np.ndarray, g: int) -> np.ndarray:
     """(P, 32, 32) -> (P, g, g) cell means (g divides 32 here). uint8 signatures are summed
-    in float32 (exact), with no float copy of them all (4 GB at a million images)."""
+    as integers by torch in blocks (exact, so the float32 means numpy's float sum gives,
+    ~1.7x as fast at a million images), with no float copy of them all (4 GB at a million)."""
     k = sig.shape[-1] // g
-    dtype = np.result_type(sig.dtype, np.float32)
-    return sig.reshape(len(sig), g, k, g, k).sum(axis=(2, 4), dtype=dtype) / dtype.type(k * k)
+    if sig.dtype != np.uint8:
+        dtype = np.result_type(sig.dtype, np.float32)
+        return sig.reshape(len(sig), g, k, g, k).sum(axis=(2, 4), dtype=dtype) / dtype.type(k * k)
+    import torch
+
+    out = np.empty((len(sig), g, g), np.float32)
+    wide = torch.int16 if k * k * 255 <= torch.iinfo(torch.int16).max else torch.int32
+    for s in range(0, len(sig), _BLOCK):
+        x = torch.from_numpy(np.ascontiguousarray(sig[s:s + _BLOCK]))
+        sums = x.view(len(x), g, k, g, k).to(wide).sum(dim=(2, 4))
+        out[s:s + len(x)] = (sums.to(torch.float32) / float(k * k)).numpy()
+    return out
 
 
 @functools.lru_cache(maxsize=4)
@@ -335,6 +349,10 @@ def fast_structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.nda
 def colour_summary(colour: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(N, 8, 8, 3) stored Lab cells -> product mean a*b* (N, 2) and L* (N,), cells weighted by
     their distance from white (backdrop cells weigh nothing)."""
+    if len(colour) > _BLOCK:  # in blocks: whole-catalog temporaries at a million images
+        #                        (~0.8 GB each) made it ~4x slower, same values
+        parts = [colour_summary(colour[s:s + _BLOCK]) for s in range(0, len(colour), _BLOCK)]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
     lab = lab_cells(colour).reshape(len(colour), -1, 3)
     dist = np.linalg.norm(lab - np.array([100.0, 0.0, 0.0], np.float32), axis=2)
     w = np.clip(dist - 4.0, 0.0, None) + 1e-3
