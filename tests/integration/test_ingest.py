@@ -404,3 +404,25 @@ def test_the_driver_fsyncs_every_shard_and_pack_before_its_commit_names_it(folde
         committed = {r[0] for r in store.db.execute("SELECT path FROM shards")} | store.thumb_packs()
     assert len(committed) == 6 and set(synced) == committed  # 3 tasks: 3 shards, 3 packs
     assert all(path not in named for path, named in zip(synced, named_at_sync, strict=True))
+
+
+def test_derive_modules_are_imported_ahead_on_a_thread_and_a_failing_one_is_left_alone():
+    """While the driver waits on the workers it imports what derive will need (FAISS and
+    the search modules); a module that fails to import is skipped there (its first real
+    use reports it). In a fresh interpreter, where none of them is loaded yet."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from vismerch.pipeline.ingest import DERIVE_MODULES, _import_ahead\n"
+        "assert 'faiss' not in sys.modules and 'vismerch.merch.derive' not in sys.modules\n"
+        "t = _import_ahead(('vismerch.no_such_module', *DERIVE_MODULES))\n"
+        "t.join(60)\n"
+        "assert t.daemon and not t.is_alive()\n"
+        "assert 'faiss' in sys.modules and all(m in sys.modules for m in DERIVE_MODULES)\n"
+        "assert 'vismerch.no_such_module' not in sys.modules\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
