@@ -289,9 +289,9 @@ DERIVE_MODULES = (  # what derive imports on first use (FAISS with the search mo
 
 def _import_ahead(modules: tuple[str, ...]) -> threading.Thread:
     """Import ``modules`` on a thread while the driver waits on the workers: the first
-    import of FAISS and the search modules (~0.15 s) would otherwise run after the last
-    task, when nothing else does. A failing import is left for its first real use to
-    report."""
+    import of FAISS and the search modules would otherwise run after the last task, when
+    nothing else does (derive of 2,000 images 0.22 -> 0.16 s). A failing import is left
+    for its first real use to report."""
     def run() -> None:
         for name in modules:
             with contextlib.suppress(Exception):
