@@ -99,7 +99,7 @@ def write_thumbs(out: DecodedTask, store_path: Path, fmt: str, timer: PhaseTimer
 
 
 def _cpu_decode(data: bytes, sha: str, res: ItemResult, needs: tuple[str, ...], out: DecodedTask,
-                settings: dict[str, Any], store_path: Path, timer: PhaseTimer) -> None:
+                settings: dict[str, Any], timer: PhaseTimer) -> None:
     """Safe CPU decode of one image into ``out``; a refusal is recorded on ``res``."""
     t = time.perf_counter()
     try:
@@ -154,8 +154,7 @@ def decode_task(task: Task, spec: IngestSpec, defer_jpeg: bool = False) -> Decod
         result.items.append(res)
         data = _take(item, got, res)
         if data is not None:
-            _hash_and_decode(data, res, task, wanted, seen, defer_jpeg, out, settings, store_path,
-                             timer)
+            _hash_and_decode(data, res, task, wanted, seen, defer_jpeg, out, settings, timer)
         t = time.perf_counter()
     write_thumbs(out, store_path, settings["thumb_format"], timer)
     return out
@@ -210,7 +209,7 @@ def _take(item: TaskItem, got: Any, res: ItemResult) -> bytes | None:
 
 def _hash_and_decode(data: bytes, res: ItemResult, task: Task, wanted: tuple[str, ...],
                      seen: dict[str, ItemResult], defer_jpeg: bool, out: DecodedTask,
-                     settings: dict[str, Any], store_path: Path, timer: PhaseTimer) -> None:
+                     settings: dict[str, Any], timer: PhaseTimer) -> None:
     t = time.perf_counter()
     sha = hashlib.sha256(data).hexdigest()
     res.sha256, res.nbytes = sha, len(data)
@@ -224,7 +223,7 @@ def _hash_and_decode(data: bytes, res: ItemResult, task: Task, wanted: tuple[str
         out.raw[sha], out.needs[sha] = data, needs
         out.sizes[sha] = (res.width, res.height)
         return
-    _cpu_decode(data, sha, res, needs, out, settings, store_path, timer)
+    _cpu_decode(data, sha, res, needs, out, settings, timer)
 
 
 def _defer(data: bytes, settings: dict[str, Any], res: ItemResult) -> bool:
@@ -267,7 +266,7 @@ def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTa
     for i in sorted(set(range(len(shas))) - set(done)):
         sha = shas[i]
         needs = decoded.needs.pop(sha)
-        _cpu_decode(datas[i], sha, by_sha[sha], needs, decoded, settings, store_path, timer)
+        _cpu_decode(datas[i], sha, by_sha[sha], needs, decoded, settings, timer)
     write_thumbs(decoded, store_path, settings["thumb_format"], timer, threads=THUMB_THREADS)
     for item in decoded.result.items:  # copies of the same bytes share the outcome
         first = by_sha.get(item.sha256)
