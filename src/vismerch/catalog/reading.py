@@ -62,7 +62,7 @@ class FolderGuard:
             is_link = stat.S_ISLNK(os.lstat(path).st_mode)
         except OSError:
             is_link = True  # let realpath say what it is
-        return Path(os.path.realpath(path)) if is_link or name in ("", ".", "..") else real_dir / name
+        return Path(os.path.realpath(path)) if is_link or not name else real_dir / name
 
     def outside(self, path: str | os.PathLike) -> FileRefused | None:
         real = self.real(path)
@@ -71,14 +71,13 @@ class FolderGuard:
         return FileRefused(OUTSIDE_FOLDER, f"{path} is a link to {real}, outside {self.root}")
 
 
-def check_image_file(path: str | os.PathLike, st: os.stat_result, root: Path | FolderGuard | None,
+def check_image_file(path: str | os.PathLike, st: os.stat_result, folder: FolderGuard | None,
                      max_bytes: int | None) -> FileRefused | None:
-    """Why ``path`` (whose ``os.stat`` is ``st``) must not be read, or None. ``root``: the
-    folder the catalog came from (or a FolderGuard of it, which a caller checking many
-    files keeps); a path whose real location is outside it is refused."""
-    if root is not None:
-        guard = root if isinstance(root, FolderGuard) else FolderGuard(root)
-        problem = guard.outside(path)
+    """Why ``path`` (whose ``os.stat`` is ``st``) must not be read, or None. ``folder``: the
+    guard of the folder the catalog came from (one for all its files); a path whose real
+    location is outside it is refused."""
+    if folder is not None:
+        problem = folder.outside(path)
         if problem is not None:
             return problem
     if not stat.S_ISREG(st.st_mode):
