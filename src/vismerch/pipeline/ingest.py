@@ -280,6 +280,27 @@ def _make_distributor(settings: Settings, n_workers: int, n_tasks: int):
     return factory(workers=min(n_workers, max(1, n_tasks)))
 
 
+class _ReadAhead:
+    """Feature shards the driver reads as it commits them, for derive: derive reads every
+    shard after the last task, while during the run the driver mostly waits on the
+    workers and the files are page-cache hot. At most ``max_rows`` rows (derive reads the
+    rest); one pyarrow thread (the workers have the cores)."""
+
+    def __init__(self, store_path: Path, max_rows: int):
+        self.store_path, self.max_rows = store_path, max_rows
+        self.shards: dict[str, dict] = {}  # path relative to the store -> read_shard columns
+        self.rows = 0
+
+    def add(self, shards: list) -> None:
+        for shard in shards:
+            if self.rows + len(shard.sha256) > self.max_rows:
+                continue
+            data = read_shard_or_none(self.store_path / shard.path, threads=False)
+            if data is not None:
+                self.shards[shard.path] = data
+                self.rows += len(shard.sha256)
+
+
 DERIVE_MODULES = (  # what derive imports on first use (FAISS with the search modules)
     "vismerch.search.index", "vismerch.merch.dedup", "vismerch.merch.dupfind",
     "vismerch.merch.collections", "vismerch.catalog.dupstate", "vismerch.catalog.reviews",
@@ -425,11 +446,7 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
     reasons: Counter = Counter(reason for _, reason, _ in unread)
     ingested = unchanged = 0
     tasks_by_index = {t.index: t for t in plan.tasks}
-    # derive reads every feature shard after the last task; the driver, mostly waiting on
-    # the workers meanwhile, reads each task's shards as it commits them (page-cache hot),
-    # up to PREREAD_MAX_ROWS rows (derive reads the rest)
-    preread: dict[str, dict] | None = {} if derive else None
-    preread_rows = 0
+    read_ahead = _ReadAhead(store.path, PREREAD_MAX_ROWS) if derive else None
     ahead: threading.Thread | None = None
     attempts: Counter = Counter()
     try:
@@ -450,13 +467,8 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
                             continue
                         result = _failed_task_result(task, result.error)
                     _commit_task(store, result, by_id, run_id)
-                    for shard in result.shards if preread is not None else ():
-                        if preread_rows + len(shard.sha256) <= PREREAD_MAX_ROWS:
-                            # one thread: the workers have the cores
-                            data = read_shard_or_none(store.path / shard.path, threads=False)
-                            if data is not None:
-                                preread[shard.path] = data
-                                preread_rows += len(shard.sha256)
+                    if read_ahead is not None:
+                        read_ahead.add(result.shards)
                     phases.update(result.timings)
                     for item in result.items:
                         if item.unchanged:  # a URL answered 304: nothing downloaded
@@ -480,7 +492,7 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
         from vismerch.merch.derive import refresh_derived
 
         with gc_paused():
-            refresh_derived(store, settings, preread)
+            refresh_derived(store, settings, read_ahead.shards)
         phases["derive"] += time.perf_counter() - t
 
     seconds = time.perf_counter() - started
