@@ -158,3 +158,26 @@ def test_unit_rows_blur_is_the_pair_rule_blur():
     a = sig.astype(np.float32)
     k = dupmatch._blur_matrix(32).numpy()
     assert np.abs(k @ a @ k.T - dupmatch._blur(a)).max() < 1e-3  # uint8 range values
+
+
+def test_whole_catalog_signature_passes_in_blocks_give_the_one_pass_values(monkeypatch):
+    """colour_summary and _shrink run a million images in blocks of rows (bounded
+    temporaries; _shrink's uint8 sums in integers): the same floats as one numpy pass."""
+    from vismerch.features.dupsig import lab_cells
+
+    rng = np.random.default_rng(5)
+    sig = rng.integers(0, 256, (23, 32, 32), dtype=np.uint8)
+    sig[0] = 255  # the largest cell sums
+    colour = rng.integers(0, 256, (23, 8, 8, 3), dtype=np.uint8)
+    monkeypatch.setattr(dupmatch, "_BLOCK", 7)  # 23 rows: three whole blocks and a part
+    for g in (2, 4, 8, 16):
+        k = 32 // g
+        one_pass = sig.reshape(23, g, k, g, k).sum(axis=(2, 4), dtype=np.float32) / np.float32(k * k)
+        assert np.array_equal(dupmatch._shrink(sig, g), one_pass)
+    lab = lab_cells(colour).reshape(23, -1, 3)
+    w = np.clip(np.linalg.norm(lab - np.array([100.0, 0.0, 0.0], np.float32), axis=2) - 4.0,
+                0.0, None) + 1e-3
+    w /= w.sum(axis=1, keepdims=True)
+    ab, lightness = dupmatch.colour_summary(colour)
+    assert np.array_equal(ab, np.einsum("nc,ncd->nd", w, lab[:, :, 1:]))
+    assert np.array_equal(lightness, np.einsum("nc,nc->n", w, lab[:, :, 0]))
