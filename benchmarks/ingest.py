@@ -7,6 +7,8 @@
     derive step after the tasks (index, duplicates: not per-image work);
 (c) peer: ``imagehash.phash(Image.open(path))`` + ``fast_colorthief.get_dominant_color(path,
     10)``, each given the file path, as users call them (each decodes the file itself).
+Each is warmed up on the same ``workers x 8`` images before its clock starts (processes
+started, imports and first calls done): the figures are steady-state throughput.
 With ``--baseline-src DIR`` (a ``src`` folder of an older commit, e.g. from ``git archive``)
 the same ingest also runs on that code in the same run, for a same-run speed-up.
 Then the scale run (benchmarks/scale.py): duplicates and index build over 1,000,000
@@ -160,7 +162,8 @@ from pathlib import Path
 from vismerch.config import load_settings
 from vismerch.pipeline.distributors.local import LocalDistributor
 from vismerch.pipeline.ingest import ingest
-folder, store, workers, fmt = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+folder, store, workers, fmt, warm = (sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4],
+                                     sys.argv[5])
 shutil.rmtree(store, ignore_errors=True)
 settings = load_settings()
 if fmt:  # else the code's own default (a baseline keeps its own)
@@ -168,6 +171,13 @@ if fmt:  # else the code's own default (a baseline keeps its own)
 distributor = LocalDistributor(workers=workers)
 distributor.warm_up()
 try:
+    # warmed up as the floor and the peer are: the same workers x 8 images, one task of 8
+    # per worker, into a scratch store (imports, first calls, page cache), then the clock
+    scratch = store.with_name(store.name + "-warm")
+    shutil.rmtree(scratch, ignore_errors=True)
+    ingest(warm, scratch, settings=settings.replace(task_size=8), workers=workers,
+           distributor=distributor, progress=False)
+    shutil.rmtree(scratch, ignore_errors=True)
     start = time.perf_counter()
     summary = ingest(folder, store, settings=settings, workers=workers, distributor=distributor,
                      progress=False)
@@ -226,16 +236,17 @@ def _worker_cpu(src: Path, paths: list[str], thumb_format: str) -> tuple[float, 
     return float(best), json.loads(phases)
 
 
-def _timed_ingest(src: Path, folder: Path, store: Path, workers: int, thumb_format: str) -> dict:
+def _timed_ingest(src: Path, folder: Path, store: Path, workers: int, thumb_format: str,
+                  warm: Path) -> dict:
     """One full ingest of ``folder`` into a fresh store by the code in ``src`` (a child
-    process with PYTHONPATH=src, so an older commit's code can run in the same benchmark);
-    the pool is warmed up before the clock starts."""
+    process with PYTHONPATH=src, so an older commit's code can run in the same benchmark),
+    after a warm-up ingest of the images in ``warm`` into a scratch store."""
     import subprocess
 
     env = {**os.environ, "PYTHONPATH": str(src)}
     done = subprocess.run([sys.executable, "-c", _INGEST_CHILD, str(folder), str(store),
-                           str(workers), thumb_format], env=env, capture_output=True, text=True,
-                          check=False)
+                           str(workers), thumb_format, str(warm)], env=env, capture_output=True,
+                          text=True, check=False)
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT")), None)
     if done.returncode or line is None:
         raise SystemExit(f"ingest with {src} failed:\n{done.stderr[-3000:]}")
@@ -261,6 +272,15 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
         folder.mkdir(parents=True)
         for path in images:
             os.link(path, folder / Path(path).name)
+    # every pipeline is warmed up on the same images before its clock starts (worker
+    # processes started, imports and first calls done, files in the page cache): the
+    # figures are steady-state throughput, the same for all three
+    warm_images = images[:workers * 8]
+    warm = out_dir / f"warm-{workers * 8}-{size}"
+    if not warm.exists():
+        warm.mkdir(parents=True)
+        for path in warm_images:
+            os.link(path, warm / Path(path).name)
     runs = {"ingest": HERE.parent / "src"}
     if baseline_src is not None:
         runs["baseline"] = Path(baseline_src).resolve()
@@ -276,14 +296,15 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
     for _ in range(repeat):
         with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init) as pool:
             list(pool.map(_init, [1] * workers))  # warm: imports done before timing
-            _timed_pool(pool, _decode_only, images[:workers * 8], workers, settings.working_size)
+            _timed_pool(pool, _decode_only, warm_images, workers, settings.working_size)
             one, cpu_one = {}, {}
             one["floor"], cpu_one["floor"] = _timed_pool(pool, _decode_only, images, workers,
                                                          settings.working_size)
+            _timed_pool(pool, _peer, warm_images, workers)
             one["peer"], cpu_one["peer"] = _timed_pool(pool, _peer, images, workers)
         for label, src in runs.items():
             t = _timed_ingest(src, folder, out_dir / f"bench-store-{label}", workers,
-                              thumb_format or "")
+                              thumb_format or "", warm)
             one[label] = t["seconds"]
             one[f"{label}_marginal"] = t["seconds"] - t["phases"].get("derive", 0.0)
             if label not in timed or t["seconds"] < timed[label]["seconds"]:
