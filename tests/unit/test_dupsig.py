@@ -162,8 +162,8 @@ def test_box_sampling_by_matrices_is_bilinear_sampling_then_cell_means():
 
 
 def test_ring_backdrop_is_the_median_of_the_ring_cells():
-    """The histogram medians equal torch's (lower) median of the ring's cells and of the
-    border's, for grids of 2x2 means of uint8 pixels (quarter levels), and the fallback
+    """The ring's medians equal torch's (lower) median of the cells of the ring mask and of
+    the border, for grids of 2x2 means of uint8 pixels (quarter levels), and the fallback
     applies to a product that fills its frame."""
     from vismerch.features import dupsig
 

@@ -70,25 +70,6 @@ def _backdrop(small: torch.Tensor) -> torch.Tensor:
     return ring.median(dim=2).values
 
 
-_MEDIAN_LEVELS = 1024  # quarter sRGB levels
-
-
-def _medians(values: torch.Tensor, image: torch.Tensor, count: torch.Tensor, b: int
-             ) -> torch.Tensor:
-    """Per-image, per-channel (lower) medians (B, 3) of ``values`` (n, 3) that belong to
-    images ``image`` (n,), ``count`` (B,) of them each, from quarter-level histograms: the
-    grids hold means of 2x2 uint8 pixels (exact quarters), so these are torch's medians,
-    without sorting every image's cells. An image without values gets a meaningless 256:
-    callers mask it by ``count``."""
-    levels = _MEDIAN_LEVELS
-    bins = (values * (levels / 256.0)).round_().clamp_(0, levels - 1).to(torch.int64)
-    slot = (image[:, None] * 3 + torch.arange(3, device=values.device)) * levels + bins
-    hist = torch.bincount(slot.reshape(-1), minlength=b * 3 * levels)
-    cum = hist.reshape(b, 3, levels).cumsum(dim=2)
-    rank = ((count - 1) // 2).clamp_min(0)
-    return (cum <= rank[:, None, None]).sum(dim=2).to(torch.float32) * (256.0 / levels)
-
-
 def _quantile_span(profile: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(B, G) product mass per column (or row) -> where the cumulative mass first reaches
     ``EDGE_SHARE`` of the total and where the rest falls under it, in cells, linearly
@@ -112,25 +93,30 @@ def _quantile_span(profile: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _ring_backdrop(small: torch.Tensor, cells: torch.Tensor, fallback: torch.Tensor,
                    ) -> torch.Tensor:
-    """(B, 3) per-channel median of the cells RING_GAP..RING_GAP+RING cells outside the
-    box ``cells`` (B, 4: x0, y0, x1, y1 in cells); ``fallback`` where no such cell is
-    inside the frame (the product fills it): a few thousand cells per image (``_medians``)
-    instead of sorting the whole grid."""
+    """(B, 3) per-channel (lower) median of the cells RING_GAP..RING_GAP+RING cells outside
+    the box ``cells`` (B, 4: x0, y0, x1, y1 in cells); ``fallback`` where fewer than 16
+    such cells lie inside the frame (the product fills it). The ring is the outer
+    rectangle less the inner one: four slices of the grid per image, a few thousand cells,
+    rather than a mask over every image's whole grid."""
     b, _, g, _ = small.shape
-    idx = torch.arange(g, device=small.device, dtype=torch.float32)
-
-    def band(lo, hi, pad):
-        return (idx[None] >= (lo - pad)[:, None]) & (idx[None] < (hi + pad)[:, None])
-
     x0, y0, x1, y1 = cells.unbind(1)
-    outer = band(y0, y1, RING_GAP + RING)[:, :, None] & band(x0, x1, RING_GAP + RING)[:, None, :]
-    inner = band(y0, y1, RING_GAP)[:, :, None] & band(x0, x1, RING_GAP)[:, None, :]
-    ring = outer & ~inner  # (B, G, G)
-    count = ring.reshape(b, -1).sum(dim=1)
-    at = ring.reshape(-1).nonzero().squeeze(1)  # flat (image, row, column)
-    image = at // (g * g)
-    med = _medians(small[image, :, (at // g) % g, at % g], image, count, b)
-    return torch.where((count >= 16)[:, None], med, fallback).clamp_min(16.0)
+    # cell r is in [lo - pad, hi + pad) exactly when ceil(lo - pad) <= r < ceil(hi + pad)
+    edges = torch.stack([y0 - RING_GAP - RING, y1 + RING_GAP + RING, x0 - RING_GAP - RING,
+                         x1 + RING_GAP + RING, y0 - RING_GAP, y1 + RING_GAP, x0 - RING_GAP,
+                         x1 + RING_GAP], dim=1)
+    out = fallback.clone()
+    for i, (oy0, oy1, ox0, ox1, iy0, iy1, ix0, ix1) in enumerate(
+            edges.ceil().clamp(0, g).to(torch.int64).tolist()):
+        outer = small[i, :, oy0:oy1, ox0:ox1]
+        if iy0 < iy1 and ix0 < ix1:  # the inner rectangle, relative to the outer one
+            a, z, c, d = iy0 - oy0, iy1 - oy0, ix0 - ox0, ix1 - ox0
+            parts = (outer[:, :a], outer[:, z:], outer[:, a:z, :c], outer[:, a:z, d:])
+            ring = torch.cat([part.reshape(3, -1) for part in parts], dim=1)
+        else:
+            ring = outer.reshape(3, -1)
+        if ring.shape[1] >= 16:
+            out[i] = ring.median(dim=1).values
+    return out.clamp_min(16.0)
 
 
 def _box_cells(balanced: torch.Tensor) -> torch.Tensor:
