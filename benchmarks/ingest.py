@@ -125,6 +125,7 @@ def micro_costs(paths: list[str], working_size: int, n: int = 256) -> dict:
     for start in range(0, len(pixels), 64):
         backend.encode_images(pixels[start:start + 64], profile=profile)
     out["colour_stages_ms"] = {k: round(v / len(pixels) * 1e3, 3) for k, v in profile.items()}
+    out["matmul_ms"] = matmul_costs()
     out["decode_vismerch_ms"] = per_image(
         lambda d: decode_image(d, working_size=working_size, thumb_size=None), datas)
     for fmt in THUMB_FORMATS:  # as ingest encodes them: from the working-size array
@@ -138,6 +139,31 @@ def micro_costs(paths: list[str], working_size: int, n: int = 256) -> dict:
         # what a browser pays to show it: Pillow's decode of the file, one thread
         blobs = [encode_thumb(arr, fmt) for arr in pixels[:64]]
         out[f"thumb_{fmt}_decode_ms"] = per_image(lambda b: Image.open(io.BytesIO(b)).load(), blobs)
+    return out
+
+
+def matmul_costs(repeat: int = 20) -> dict[str, dict[str, float]]:
+    """The colour backend's skinny products, ms per call on one thread, torch's ``@`` and
+    ``features.blas.matmul`` (numpy's BLAS), on random data of the backend's shapes."""
+    import torch
+
+    from vismerch.features.blas import matmul
+
+    shapes = {"luma, chunk of 8 at 256 px": ((8, 256, 256, 3), (3,)),
+              "Lab, batch of 64 at 64x64": ((64, 64, 64, 3), (3, 3)),
+              "k-means, 64 x 1024 samples": ((64, 1024, 3), (64, 3, 5)),
+              "signature, chunk of 8": ((8, 1, 32, 128), (8, 3, 128, 128))}
+    out = {}
+    for name, (left, right) in shapes.items():
+        a, b = torch.rand(left), torch.rand(right)
+        row = {}
+        for label, fn in (("torch", torch.matmul), ("numpy_blas", matmul)):
+            fn(a, b)
+            start = time.thread_time()
+            for _ in range(repeat):
+                fn(a, b)
+            row[label] = round((time.thread_time() - start) / repeat * 1e3, 3)
+        out[name] = row
     return out
 
 

@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from vismerch.errors import UsageError
 from vismerch.features import dupsig, quality
 from vismerch.features.base import COLOUR_VERSION, FeatureBatch
+from vismerch.features.blas import matmul
 from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
     MULTICOLOUR,
     ColourTable,
@@ -514,7 +515,7 @@ def _lloyd(
     weighted = points * weights[..., None]
     mass = torch.zeros(b, k, device=points.device, dtype=points.dtype)
     for _ in range(iters):
-        dist = torch.baddbmm(p2, points, centres.transpose(1, 2), alpha=-2.0)
+        dist = torch.add(p2, matmul(points, centres.transpose(1, 2)), alpha=-2.0)
         nearest = (dist + centres.pow(2).sum(-1)[:, None]).argmin(dim=2)  # (B, N)
         mass = torch.zeros_like(mass).scatter_add_(1, nearest, weights)
         sums = torch.zeros_like(centres).scatter_add_(

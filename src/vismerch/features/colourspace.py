@@ -14,6 +14,8 @@ import re
 import numpy as np
 import torch
 
+from vismerch.features.blas import matmul
+
 # sRGB (IEC 61966-2-1) primaries -> XYZ, D65 white, rows pre-divided by the white point
 # (Xn=0.95047, Yn=1, Zn=1.08883) so that XYZ/white comes out of one matrix product.
 _RGB_TO_XYZ = np.array(
@@ -75,7 +77,7 @@ def srgb_to_lab(rgb: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.
     else:
         v = (rgb.to(dtype) / 255.0).clamp(0.0, 1.0)
         linear = torch.where(v <= 0.04045, v / 12.92, ((v + 0.055) / 1.055).pow(2.4))
-    return xyzn_to_lab(linear @ m)
+    return xyzn_to_lab(matmul(linear, m))
 
 
 def lab_to_srgb(lab: torch.Tensor) -> torch.Tensor:

@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from vismerch.features import quality
+from vismerch.features.blas import matmul
 from vismerch.features.colourspace import srgb_to_lab
 from vismerch.features.hashing import LUMA, pack_bits, phash_bits
 
@@ -180,7 +181,7 @@ def box_cells(x: torch.Tensor, grid: torch.Tensor | None = None
     # the box's content at SIG x SIG: SUPER x SUPER bilinear samples per cell, averaged
     rows = _area_rows(box[:, 1], box[:, 3], BOX_GRID)
     cols = _area_rows(box[:, 0], box[:, 2], BOX_GRID)
-    return box, rows[:, None] @ balanced.clamp_(0, 255) @ cols.transpose(1, 2)[:, None]
+    return box, matmul(matmul(rows[:, None], balanced.clamp_(0, 255)), cols.transpose(1, 2)[:, None])
 
 
 def from_cells(box: torch.Tensor, cells: torch.Tensor) -> dict[str, np.ndarray]:

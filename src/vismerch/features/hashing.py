@@ -20,6 +20,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from vismerch.features.blas import matmul
+
 HASH_SIZE = 8
 HASH_INPUT = 32  # hash_size * highfreq_factor
 LUMA = (0.299, 0.587, 0.114)  # PIL convert("L") weights
@@ -52,7 +54,7 @@ def _dct_basis(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
 def luma(images: torch.Tensor) -> torch.Tensor:
     """uint8/float (B, H, W, 3) RGB -> float32 (B, H, W) luma in [0, 255]."""
     x = images.to(torch.float32)
-    return x @ torch.tensor(LUMA, dtype=torch.float32, device=x.device)
+    return matmul(x, torch.tensor(LUMA, dtype=torch.float32, device=x.device))
 
 
 def phash_bits(grey: torch.Tensor) -> torch.Tensor:

@@ -53,7 +53,8 @@ def keep_freed_memory() -> bool:
 
 
 def init_worker(threads: int = 1) -> None:
-    """Process initialiser: one torch thread per worker so N workers use N cores, malloc
+    """Process initialiser: one torch thread and one BLAS thread per worker so N workers
+    use N cores (the colour backend's matrix products run in numpy's BLAS on CPU), malloc
     that keeps freed memory (``keep_freed_memory``), and a watcher that ends the worker
     when its parent is gone."""
     global _watching
@@ -65,8 +66,10 @@ def init_worker(threads: int = 1) -> None:
         threading.Thread(target=_exit_with_parent, args=(parent.pid,), daemon=True,
                          name="vismerch-parent-watch").start()
     import torch
+    from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(max(1, threads))
+    threadpool_limits(max(1, threads), user_api="blas")
     keep_freed_memory()
 
 
