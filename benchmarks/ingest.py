@@ -125,7 +125,7 @@ def micro_costs(paths: list[str], working_size: int, n: int = 256) -> dict:
     for start in range(0, len(pixels), 64):
         backend.encode_images(pixels[start:start + 64], profile=profile)
     out["colour_stages_ms"] = {k: round(v / len(pixels) * 1e3, 3) for k, v in profile.items()}
-    out["matmul_ms"] = matmul_costs()
+    out["cpumath_ms"] = cpumath_costs()
     out["decode_vismerch_ms"] = per_image(
         lambda d: decode_image(d, working_size=working_size, thumb_size=None), datas)
     for fmt in THUMB_FORMATS:  # as ingest encodes them: from the working-size array
@@ -142,26 +142,34 @@ def micro_costs(paths: list[str], working_size: int, n: int = 256) -> dict:
     return out
 
 
-def matmul_costs(repeat: int = 20) -> dict[str, dict[str, float]]:
-    """The colour backend's skinny products, ms per call on one thread, torch's ``@`` and
-    ``features.blas.matmul`` (numpy's BLAS), on random data of the backend's shapes."""
+def cpumath_costs(repeat: int = 20) -> dict[str, dict[str, float]]:
+    """The colour backend's hot arithmetic, ms per call on one thread: torch's own
+    operation and ``features.cpumath``'s (numpy), on random data of the backend's shapes."""
     import torch
 
-    from vismerch.features.blas import matmul
+    from vismerch.features import cpumath
 
-    shapes = {"luma, chunk of 8 at 256 px": ((8, 256, 256, 3), (3,)),
-              "Lab, batch of 64 at 64x64": ((64, 64, 64, 3), (3, 3)),
-              "k-means, 64 x 1024 samples": ((64, 1024, 3), (64, 3, 5)),
-              "signature, chunk of 8": ((8, 1, 32, 128), (8, 3, 128, 128))}
+    grid = torch.rand(64, 64, 64, 3)
+    cases = {
+        "luma, chunk of 8 at 256 px": (torch.matmul, cpumath.matmul,
+                                       (torch.rand(8, 256, 256, 3), torch.rand(3))),
+        "Lab matrix, batch of 64 at 64x64": (torch.matmul, cpumath.matmul,
+                                             (grid, torch.rand(3, 3))),
+        "k-means distances, 64 x 1024": (torch.matmul, cpumath.matmul,
+                                         (torch.rand(64, 1024, 3), torch.rand(64, 3, 5))),
+        "signature resampling, chunk of 8": (torch.matmul, cpumath.matmul,
+                                             (torch.rand(8, 1, 32, 128), torch.rand(8, 3, 128, 128))),
+        "sRGB gamma, batch of 64 at 64x64": (torch.pow, cpumath.power, (grid, 2.4)),
+        "cube root, batch of 64 at 64x64": (lambda t: t.pow(1.0 / 3.0), cpumath.cbrt, (grid,)),
+    }
     out = {}
-    for name, (left, right) in shapes.items():
-        a, b = torch.rand(left), torch.rand(right)
+    for name, (ours_torch, ours_numpy, args) in cases.items():
         row = {}
-        for label, fn in (("torch", torch.matmul), ("numpy_blas", matmul)):
-            fn(a, b)
+        for label, fn in (("torch", ours_torch), ("numpy", ours_numpy)):
+            fn(*args)
             start = time.thread_time()
             for _ in range(repeat):
-                fn(a, b)
+                fn(*args)
             row[label] = round((time.thread_time() - start) / repeat * 1e3, 3)
         out[name] = row
     return out

@@ -41,7 +41,6 @@ import torch.nn.functional as F
 from vismerch.errors import UsageError
 from vismerch.features import dupsig, quality
 from vismerch.features.base import COLOUR_VERSION, FeatureBatch
-from vismerch.features.blas import matmul
 from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
     MULTICOLOUR,
     ColourTable,
@@ -53,6 +52,7 @@ from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
     parse_colour,
 )
 from vismerch.features.colourspace import ciede2000, lab_to_srgb, srgb_to_lab
+from vismerch.features.cpumath import matmul
 from vismerch.features.dupsig import BOX_GRID
 from vismerch.features.hashing import luma, pack_bits, phash_bits, structure_signature
 

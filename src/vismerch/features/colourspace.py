@@ -14,7 +14,7 @@ import re
 import numpy as np
 import torch
 
-from vismerch.features.blas import matmul
+from vismerch.features.cpumath import cbrt, matmul, power
 
 # sRGB (IEC 61966-2-1) primaries -> XYZ, D65 white, rows pre-divided by the white point
 # (Xn=0.95047, Yn=1, Zn=1.08883) so that XYZ/white comes out of one matrix product.
@@ -55,7 +55,7 @@ def _device_tables(device: torch.device, dtype: torch.dtype) -> tuple[torch.Tens
 
 
 def _lab_f(t: torch.Tensor) -> torch.Tensor:
-    return torch.where(t > _EPS, t.clamp_min(_EPS).pow(1.0 / 3.0), t * _KAPPA + 4.0 / 29.0)
+    return torch.where(t > _EPS, cbrt(t.clamp_min(_EPS)), t * _KAPPA + 4.0 / 29.0)
 
 
 def xyzn_to_lab(xyzn: torch.Tensor) -> torch.Tensor:
@@ -76,7 +76,7 @@ def srgb_to_lab(rgb: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.
         linear = lut[rgb.long()]
     else:
         v = (rgb.to(dtype) / 255.0).clamp(0.0, 1.0)
-        linear = torch.where(v <= 0.04045, v / 12.92, ((v + 0.055) / 1.055).pow(2.4))
+        linear = torch.where(v <= 0.04045, v / 12.92, power((v + 0.055) / 1.055, 2.4))
     return xyzn_to_lab(matmul(linear, m))
 
 

@@ -33,8 +33,8 @@ import torch
 import torch.nn.functional as F
 
 from vismerch.features import quality
-from vismerch.features.blas import matmul
 from vismerch.features.colourspace import srgb_to_lab
+from vismerch.features.cpumath import matmul
 from vismerch.features.hashing import LUMA, pack_bits, phash_bits
 
 SIG = 32  # signature side (cells)

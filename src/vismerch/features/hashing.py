@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from vismerch.features.blas import matmul
+from vismerch.features.cpumath import matmul
 
 HASH_SIZE = 8
 HASH_INPUT = 32  # hash_size * highfreq_factor

@@ -1,4 +1,4 @@
-"""features/blas.matmul: torch's product, computed by numpy's BLAS for CPU float tensors."""
+"""features/cpumath: torch's matrix product and powers, computed by numpy for CPU float tensors."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from vismerch.features.blas import matmul
+from vismerch.features.cpumath import cbrt, matmul, power
 
 SHAPES = [  # the colour backend's products
     ((4, 16, 16, 3), (3, 3)),  # pixels by a colour matrix
@@ -58,3 +58,20 @@ def test_ingest_workers_run_one_blas_thread():
             "print(sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[1]"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_powers_are_torchs(dtype):
+    """The sRGB gamma and the CIELAB cube root over [0, 1], as srgb_to_lab raises them."""
+    t = torch.linspace(0, 1, 10_001, dtype=dtype).reshape(1, 10_001)
+    tol = 1e-6 if dtype == torch.float32 else 1e-13
+    assert power(t, 2.4).dtype == dtype and cbrt(t).dtype == dtype
+    assert torch.allclose(power(t, 2.4), t.pow(2.4), rtol=tol, atol=0)
+    assert torch.allclose(cbrt(t), t.pow(1.0 / 3.0), rtol=tol, atol=0)
+    assert torch.allclose(cbrt(t[:, ::7]), t[:, ::7].pow(1.0 / 3.0), rtol=tol, atol=0)  # a view
+
+
+def test_powers_leave_autograd_to_torch():
+    t = torch.rand(5, requires_grad=True)
+    (power(t, 2.4).sum() + cbrt(t + 0.1).sum()).backward()
+    assert t.grad is not None and torch.isfinite(t.grad).all()
