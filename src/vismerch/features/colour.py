@@ -342,7 +342,7 @@ def _run_sum(values: torch.Tensor, runs: tuple[torch.Tensor, int]) -> torch.Tens
     ids, n = runs
     acc = torch.zeros(n, device=values.device, dtype=torch.float32)
     acc.scatter_add_(0, ids.reshape(-1), values.reshape(-1).to(torch.float32))
-    return acc[ids]
+    return acc.take(ids)
 
 
 def fill_narrow_holes(fg: torch.Tensor) -> torch.Tensor:
@@ -606,8 +606,11 @@ def edge_histogram(grey: torch.Tensor) -> torch.Tensor:
     pos = torch.remainder(torch.atan2(gy, gx), math.pi) / math.pi * EDGE_BINS - 0.5
     i0 = pos.floor()
     frac = pos - i0
-    i0 = torch.remainder(i0.to(torch.int64), EDGE_BINS)
-    i1 = torch.remainder(i0 + 1, EDGE_BINS)
+    # pos lies in [-0.5, EDGE_BINS - 0.5): the bins wrap round at -1 and EDGE_BINS only
+    i0 = i0.to(torch.int64)
+    i0 = torch.where(i0 < 0, i0 + EDGE_BINS, i0)
+    i1 = i0 + 1
+    i1 = torch.where(i1 == EDGE_BINS, 0, i1)
     cy = (torch.arange(h, device=grey.device) * EDGE_CELLS // h)[:, None]
     cx = (torch.arange(w, device=grey.device) * EDGE_CELLS // w)[None, :]
     cell = (cy * EDGE_CELLS + cx).expand(h, w)[None] * EDGE_BINS
