@@ -426,3 +426,32 @@ def test_derive_modules_are_imported_ahead_on_a_thread_and_a_failing_one_is_left
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_workers_take_arrow_buffers_from_the_malloc_that_keeps_freed_memory(monkeypatch):
+    """Where glibc keeps freed memory for a worker, its Arrow buffers (the shard it writes
+    each task, the Parquet writer's included) come from that malloc, not from a pool that
+    returns pages between tasks; a value the user set is kept."""
+    import platform
+
+    from vismerch.pipeline.distributors.local import LocalDistributor
+
+    probe = ("(__import__('os').environ.get('ARROW_DEFAULT_MEMORY_POOL'), "
+             "__import__('pyarrow').default_memory_pool().backend_name)")
+    for preset in (None, "jemalloc"):
+        if preset is None:
+            monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+        else:
+            monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", preset)
+        distributor = LocalDistributor(workers=2)
+        try:
+            distributor.warm_up()
+            # the variable Arrow's C++ pool (the Parquet writer's) was chosen by when the
+            # worker imported pyarrow, and pyarrow's default pool
+            chosen, backend = distributor._pool.submit(eval, probe).result(timeout=120)
+        finally:
+            distributor.close()
+        if platform.libc_ver()[0] != "glibc":
+            assert chosen == preset
+        else:
+            assert (chosen, backend) == (preset or "system", preset or "system")

@@ -21,7 +21,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 from vismerch.pipeline.runner import DecodedTask, decode_task, encode_task, gpu_decode
 from vismerch.pipeline.tasks import IngestSpec, Task, TaskResult
-from vismerch.pipeline.worker import backends_for, init_worker
+from vismerch.pipeline.worker import backends_for
+from vismerch.pipeline.worker_setup import init_worker, worker_environment
 
 _STOP = object()
 
@@ -92,6 +93,7 @@ class DeviceDistributor:
         consumers = [threading.Thread(target=consume, args=(d,), daemon=True) for d in devices]
         for thread in consumers:
             thread.start()
+        worker_environment()
         with ProcessPoolExecutor(
             self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=init_worker
         ) as pool:

@@ -8,7 +8,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
 from vismerch.pipeline.tasks import IngestSpec, Task, TaskResult
-from vismerch.pipeline.worker import init_worker, run_task
+from vismerch.pipeline.worker import run_task
+from vismerch.pipeline.worker_setup import init_worker, worker_environment
 
 
 class LocalDistributor:
@@ -25,6 +26,7 @@ class LocalDistributor:
 
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
+            worker_environment()
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("spawn"),

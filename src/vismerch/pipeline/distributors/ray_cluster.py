@@ -27,7 +27,8 @@ from typing import Any
 from vismerch.errors import UsageError
 from vismerch.pipeline.runner import DecodedTask, decode_task, encode_task
 from vismerch.pipeline.tasks import IngestSpec, Task, TaskResult
-from vismerch.pipeline.worker import backends_for, init_worker
+from vismerch.pipeline.worker import backends_for
+from vismerch.pipeline.worker_setup import init_worker
 
 CPU_BACKENDS = frozenset({"colour"})  # cheap to build: run in every decode task
 TASK_RETRIES = 3  # Ray re-runs a task whose worker process or node died
