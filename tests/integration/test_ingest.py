@@ -312,9 +312,10 @@ def test_workers_keep_freed_memory_where_glibc_allows():
 
 def test_derive_from_shards_read_during_the_run_equals_derive_from_disk(folder, tmp_path,
                                                                         monkeypatch):
-    """The driver reads each task's shard as it commits (up to PREREAD_MAX_ROWS rows) so
-    that derive need not: the same features, groups and index as a derive that reads every
-    shard itself, whether all, some or none were read ahead."""
+    """The driver keeps each task's features as it commits (up to PREREAD_MAX_ROWS rows:
+    sent back with the result by the first tasks, read from the shard for any other) so
+    that derive need not read them: the same features, groups and index as a derive that
+    reads every shard itself, whether all, some or none were kept."""
     import numpy as np
 
     import vismerch.pipeline.ingest as ingest_module
@@ -326,19 +327,23 @@ def test_derive_from_shards_read_during_the_run_equals_derive_from_disk(folder, 
     settings = load_settings().replace(task_size=5)
     import vismerch.catalog.shards as shards_module
 
-    stores, derive_reads = {}, {}
+    stores, derive_reads, driver_reads = {}, {}, {}
     real_read = shards_module.read_shard_or_none
     for cap in (10_000, 7, 0):  # all shards, the first one only, none
         monkeypatch.setattr(ingest_module, "PREREAD_MAX_ROWS", cap)
-        reads = []  # what Store.load_features reads itself (ingest keeps its own binding)
+        reads, own = [], []  # what Store.load_features reads, and the driver during the run
         monkeypatch.setattr(shards_module, "read_shard_or_none",
-                            lambda path, *a, reads=reads: reads.append(path) or real_read(path, *a))
+                            lambda path, *a, reads=reads, **k: reads.append(path) or real_read(path, *a, **k))
+        monkeypatch.setattr(ingest_module, "read_shard_or_none",
+                            lambda path, *a, own=own, **k: own.append(path) or real_read(path, *a, **k))
         stores[cap] = tmp_path / f"cap{cap}"
         ingest(root / "good", stores[cap], settings=settings, workers=1, progress=False)
-        derive_reads[cap] = len(reads)
+        derive_reads[cap], driver_reads[cap] = len(reads), len(own)
     monkeypatch.setattr(shards_module, "read_shard_or_none", real_read)
-    # 16 images in tasks of 5, 5, 5, 1: under a cap of 7 rows the first and the last are read ahead
+    # 16 images in tasks of 5, 5, 5, 1: every task sends its columns back under a cap of
+    # 10,000 rows; under 7 the first does and the last one's shard is read as it commits
     assert derive_reads[10_000] == 0 and derive_reads[0] == 4 and derive_reads[7] == 2
+    assert driver_reads == {10_000: 0, 7: 1, 0: 0}
     views = []
     for path in stores.values():
         with Store.open(path) as store:

@@ -23,6 +23,15 @@ def _to_arrow(array: np.ndarray) -> pa.Array:
     return flat
 
 
+def shard_columns(sha256: list[str], vectors: np.ndarray, columns: dict[str, np.ndarray]
+                  ) -> dict[str, np.ndarray]:
+    """What ``read_shard`` returns for the shard ``write_shard`` writes from the same
+    arguments (vectors stored as float16), without the file."""
+    out = {"sha256": np.array(sha256, dtype=object), "vector": vectors.astype(np.float16)}
+    out.update((key, np.asarray(array)) for key, array in sorted(columns.items()))
+    return out
+
+
 def write_shard(
     store_path: Path,
     backend: str,

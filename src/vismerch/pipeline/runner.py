@@ -19,7 +19,7 @@ import numpy as np
 
 from vismerch.catalog.fetch import Fetched, FetchPolicy, fetch, in_order, url_scheme
 from vismerch.catalog.reading import read_image_file
-from vismerch.catalog.shards import write_shard
+from vismerch.catalog.shards import shard_columns, write_shard
 from vismerch.catalog.store import THUMB_FORMATS
 from vismerch.catalog.thumbs import write_pack
 from vismerch.errors import DecodeError
@@ -40,6 +40,7 @@ class DecodedTask:
     # thumbnails made while decoding, encoded and written together once the task's images
     # are decoded (sha256, (h, w, 3) array)
     thumbs: list[tuple[str, Any]] = field(default_factory=list)
+    return_columns: bool = False  # Task.return_columns
 
 
 class PhaseTimer:
@@ -143,7 +144,7 @@ def decode_task(task: Task, spec: IngestSpec, defer_jpeg: bool = False) -> Decod
     store_path = Path(spec.store_path)
     wanted = tuple(b.key for b in spec.backends)
     result = TaskResult(index=task.index)
-    out = DecodedTask(result=result)
+    out = DecodedTask(result=result, return_columns=task.return_columns)
     timer = PhaseTimer(result.timings)
     seen: dict[str, ItemResult] = {}
     t = time.perf_counter()
@@ -331,11 +332,12 @@ def encode_task(decoded: DecodedTask, spec: IngestSpec, backends: dict[str, Any]
         t = timer.add(f"encode:{bspec.name}", t)
         merged = {k: np.concatenate(v) for k, v in columns.items()}
         name = f"part-{spec.run_id:05d}-{result.index:05d}"
-        path = write_shard(Path(spec.store_path), bspec.name, name, shas, np.concatenate(vectors),
-                           merged, sync=False)  # the driver fsyncs it before its commit
-        result.shards.append(
-            ShardResult(bspec.name, bspec.key, fingerprint_key(backend.fingerprint), path, shas)
-        )
+        stacked = np.concatenate(vectors)
+        path = write_shard(Path(spec.store_path), bspec.name, name, shas, stacked, merged,
+                           sync=False)  # the driver fsyncs it before its commit
+        result.shards.append(ShardResult(
+            bspec.name, bspec.key, fingerprint_key(backend.fingerprint), path, shas,
+            shard_columns(shas, stacked, merged) if decoded.return_columns else None))
         t = timer.add("write", t)
         if bspec.name == "colour":
             _describe_colour(merged, shas, decoded.sizes, settings, result)

@@ -58,6 +58,9 @@ class Task:
     items: list[TaskItem]
     # sha256 -> backend spec keys that already have features (encode only what is missing)
     featured: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # send the shards' columns back with the result (ShardResult.columns): the driver
+    # keeps them for derive instead of reading the files it was just sent
+    return_columns: bool = False
 
     @property
     def name(self) -> str:
@@ -90,6 +93,8 @@ class ShardResult:
     fingerprint: str
     path: str
     sha256: list[str]
+    # the shard's columns as read_shard would return them, when the task asked for them
+    columns: dict[str, Any] | None = None
 
 
 @dataclass
