@@ -131,3 +131,15 @@ def test_ciede2000_np_wrapper():
     assert float(ciede2000_np(white, white)) == 0.0
     # a light grey backdrop #e0e0e0 is ~6.5 from white (the non-white threshold's anchor)
     assert 6.0 < float(ciede2000_np(hex_to_lab("#e0e0e0"), white)) < 7.0
+
+
+@pytest.mark.parametrize("levels", [4, 16, 64])
+def test_lab_of_cell_means_through_the_table_is_the_formulas(levels):
+    """Means of ``levels`` uint8 pixels (k / levels) converted through the table of those
+    values give exactly what the formula gives: every value a channel can take (as greys)
+    and random colours of them."""
+    values = torch.arange(255 * levels + 1, dtype=torch.float32) / levels
+    gen = torch.Generator().manual_seed(levels)
+    colours = values[torch.randint(0, len(values), (5000, 3), generator=gen)]
+    rgb = torch.cat([values[:, None].expand(-1, 3), colours])
+    assert torch.equal(srgb_to_lab(rgb, levels=levels), srgb_to_lab(rgb))

@@ -185,7 +185,7 @@ class ColourBackend:
         rgb = torch.cat([p[2] for p in parts])  # (B, G, G, 3) area-averaged sRGB
         grey = torch.cat([p[4] for p in parts])  # (B, G, G) its luma
         clock("full_size: hash, blur, shrink")
-        lab = srgb_to_lab(rgb)  # (B, G, G, 3)
+        lab = srgb_to_lab(rgb, levels=_grid_levels(x.shape[1], x.shape[2]))  # (B, G, G, 3)
         background, clutter = quality.background_stats(lab, BORDER)
         white = torch.tensor(WHITE, device=x.device)
         out["background_lab"] = background
@@ -283,6 +283,12 @@ def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     grey = luma(rgb)
     return (phash_bits(grey), quality.blur_metric(luma(x)), rgb, structure_signature(grey), grey,
             fine)
+
+
+def _grid_levels(h: int, w: int) -> int | None:
+    """How many pixels each GRID cell mean of an h x w image averages, when ``_full_size``
+    took it as exact integer sums (square, a multiple of GRID); else None."""
+    return (h // GRID) ** 2 if h == w and h % GRID == 0 else None
 
 
 _lattices: dict[tuple[int, int, str], tuple[torch.Tensor, ...]] = {}

@@ -65,19 +65,43 @@ def xyzn_to_lab(xyzn: torch.Tensor) -> torch.Tensor:
     return torch.stack((116.0 * fy - 16.0, 500.0 * (fx - fy), 200.0 * (fy - fz)), dim=-1)
 
 
-def srgb_to_lab(rgb: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def srgb_to_lab(rgb: torch.Tensor, dtype: torch.dtype = torch.float32,
+                levels: int | None = None) -> torch.Tensor:
     """sRGB (..., 3) -> CIELAB D65 (..., 3).
 
     uint8 input goes through the exact 256-entry linearisation table; float input is
-    taken as sRGB in [0, 255] (e.g. box-averaged uint8 pixels) and linearised directly.
+    taken as sRGB in [0, 255] (e.g. box-averaged uint8 pixels) and linearised directly,
+    or, with ``levels``, through a table of the 255 * levels + 1 values k / levels it can
+    take (means of ``levels`` uint8 pixels, as the colour backend's cell means are: the
+    same values for a fraction of the work).
     """
     lut, m = _device_tables(rgb.device, dtype)
     if rgb.dtype == torch.uint8:
         linear = lut[rgb.long()]
+    elif levels is not None:
+        linear = _mean_table(levels, rgb.device, dtype).take(
+            (rgb.to(dtype) * levels).round_().long())
     else:
-        v = (rgb.to(dtype) / 255.0).clamp(0.0, 1.0)
-        linear = torch.where(v <= 0.04045, v / 12.92, power((v + 0.055) / 1.055, 2.4))
+        linear = _linearise(rgb.to(dtype))
     return xyzn_to_lab(matmul(linear, m))
+
+
+def _linearise(rgb: torch.Tensor) -> torch.Tensor:
+    """sRGB values in [0, 255] (float) -> linear light in [0, 1]."""
+    v = (rgb / 255.0).clamp(0.0, 1.0)
+    return torch.where(v <= 0.04045, v / 12.92, power((v + 0.055) / 1.055, 2.4))
+
+
+_mean_tables: dict[tuple[int, str, torch.dtype], torch.Tensor] = {}
+
+
+def _mean_table(levels: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """``_linearise`` of k / levels for k = 0 .. 255 * levels, cached."""
+    key = (levels, str(device), dtype)
+    if key not in _mean_tables:
+        k = torch.arange(255 * levels + 1, dtype=dtype, device=device)
+        _mean_tables[key] = _linearise(k / levels)
+    return _mean_tables[key]
 
 
 def lab_to_srgb(lab: torch.Tensor) -> torch.Tensor:
