@@ -41,7 +41,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("fetch_allow_hosts", str, "", "Downloads: comma-separated host names, IP addresses and CIDR networks that may be reached although not public (e.g. 127.0.0.1, 10.20.0.0/16, minio.internal). Empty: loopback, private, link-local, unique-local, multicast and reserved addresses are refused (reason fetch-refused-address), after DNS and on every redirect. A cloud metadata address (169.254.169.254, fd00:ec2::254, ...) is admitted only by an entry naming exactly it."),
     # pipeline
     Setting("batch_size", int, 64, "Images per feature batch."),
-    Setting("task_size", int, 256, "Images per task (one Parquet shard per task and backend)."),
+    Setting("task_size", int, 256, "Most images per task (one Parquet shard per task and backend); with several workers the images are spread evenly over a multiple of the workers' count of tasks, so that they finish together."),
     Setting("workers", int, 0, "Worker processes for decode and features; 0 means one per CPU core."),
     Setting("device", str, "cpu", "Torch device for feature extraction: cpu, cuda or cuda:N."),
     Setting("distributor", str, "auto", "Where ingest tasks run: auto (worker processes on this machine; on CUDA, decode workers feeding one consumer per GPU), local, device, or ray (a Ray cluster: tasks decode, one encoder actor per GPU; needs vismerch[ray], see docs/multinode.md)."),

@@ -435,7 +435,7 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
     root = Path(source).resolve()
     plan = plan_tasks(records, store, [b.key for b in specs], settings.task_size,
                       root=root if root.is_dir() else root.parent,
-                      max_bytes=settings.max_image_bytes)
+                      max_bytes=settings.max_image_bytes, workers=n_workers)
     with store.transaction() as con:
         _update_metadata(con, plan.skipped)
     unread = [(r, "missing-file", f"{r.image_path} does not exist") for r in plan.missing]

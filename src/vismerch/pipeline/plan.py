@@ -74,12 +74,27 @@ def _url_item(record: ProductRecord, row, validators, featured, spec_keys: list[
     return item
 
 
+def task_step(n_items: int, task_size: int, workers: int = 1) -> int:
+    """Images per task: at most ``task_size``; with several workers, the fewest tasks of
+    that size rounded up to a multiple of ``workers`` and the images spread evenly over
+    them, so that the workers finish together instead of one running the last (or a
+    short last) task alone: 2,000 images on 2 workers are 8 tasks of 250, not 7 of 256
+    and one of 208; 16 images are 2 tasks of 8, not 1."""
+    size = max(1, task_size)
+    if workers <= 1 or n_items <= 0:
+        return size
+    tasks = -(-n_items // size)
+    tasks = -(-tasks // workers) * workers
+    return max(1, -(-n_items // tasks))
+
+
 def plan_tasks(
     records: list[ProductRecord], store: Store, spec_keys: list[str], task_size: int,
-    root: Path | None = None, max_bytes: int | None = None,
+    root: Path | None = None, max_bytes: int | None = None, workers: int = 1,
 ) -> Plan:
     """``root``: the source folder (links leading out of it are refused); ``max_bytes``:
-    files larger than this are refused without being read."""
+    files larger than this are refused without being read; ``workers``: how many run the
+    tasks (``task_step``)."""
     featured = featured_shas(store, spec_keys)
     known = {
         row["id"]: row
@@ -127,7 +142,7 @@ def plan_tasks(
     # features its items' previous hashes have (a touched-but-unchanged file then
     # skips encoding) instead of the whole store's map.
     tasks = []
-    step = max(1, task_size)
+    step = task_step(len(items), task_size, workers)
     for i, start in enumerate(range(0, len(items), step)):
         featured_here = {
             sha: featured[sha] for sha in hints[start:start + step] if sha and sha in featured
