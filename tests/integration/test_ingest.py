@@ -305,7 +305,7 @@ def test_workers_keep_freed_memory_where_glibc_allows():
     there is no glibc mallopt nothing changes and ingest runs the same."""
     import platform
 
-    from vismerch.pipeline.worker import keep_freed_memory
+    from vismerch.pipeline.worker_setup import keep_freed_memory
 
     assert keep_freed_memory() is (platform.libc_ver()[0] == "glibc")
 

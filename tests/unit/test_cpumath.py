@@ -53,7 +53,7 @@ def test_matmul_leaves_autograd_and_integers_to_torch():
 def test_ingest_workers_run_one_blas_thread():
     """N workers on N cores: each worker's BLAS (numpy's, which runs the products) is
     limited to its share, like its torch threads."""
-    code = ("from vismerch.pipeline.worker import init_worker; init_worker(1); "
+    code = ("from vismerch.pipeline.worker_setup import init_worker; init_worker(1); "
             "from threadpoolctl import threadpool_info; "
             "print(sorted({i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

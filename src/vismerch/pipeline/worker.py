@@ -9,7 +9,10 @@ from typing import Any
 
 from vismerch.pipeline.runner import decode_task, encode_task
 from vismerch.pipeline.tasks import IngestSpec, Task, TaskResult
-from vismerch.pipeline.worker_setup import init_worker, keep_freed_memory  # noqa: F401 (re-exported)
+from vismerch.pipeline.worker_setup import (  # noqa: F401  re-exported: benchmarks/ingest.py
+    init_worker,  # runs older commits' code with the same import line
+    keep_freed_memory,
+)
 
 _BACKENDS: dict[tuple, dict[str, Any]] = {}
 
