@@ -9,10 +9,7 @@ from typing import Any
 
 from vismerch.pipeline.runner import decode_task, encode_task
 from vismerch.pipeline.tasks import IngestSpec, Task, TaskResult
-from vismerch.pipeline.worker_setup import (  # noqa: F401  re-exported: benchmarks/ingest.py
-    init_worker,  # runs older commits' code with the same import line
-    keep_freed_memory,
-)
+from vismerch.pipeline.worker_setup import init_worker  # noqa: F401  (benchmarks/ingest.py's import)
 
 _BACKENDS: dict[tuple, dict[str, Any]] = {}
 
