@@ -9,7 +9,7 @@ from typing import Any
 
 from vismerch.pipeline.runner import decode_task, encode_task
 from vismerch.pipeline.tasks import IngestSpec, Task, TaskResult
-from vismerch.pipeline.worker_setup import init_worker  # noqa: F401  (benchmarks/ingest.py's import)
+from vismerch.pipeline.worker_setup import init_worker  # noqa: F401  (ingest.py benchmark: old commits too)
 
 _BACKENDS: dict[tuple, dict[str, Any]] = {}
 
