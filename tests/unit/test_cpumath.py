@@ -40,7 +40,7 @@ def test_matmul_on_views_and_in_inference_mode():
     assert torch.allclose(got, a @ c.transpose(1, 2), rtol=1e-6)
 
 
-def test_matmul_leaves_autograd_and_integers_to_torch():
+def test_autograd_integers_and_bfloat16_stay_with_torch():
     a = torch.rand(4, 3, requires_grad=True)
     out = matmul(a, torch.rand(3, 2))
     assert out.requires_grad  # torch's product: gradients still flow
@@ -48,6 +48,9 @@ def test_matmul_leaves_autograd_and_integers_to_torch():
     assert a.grad is not None
     ints = torch.arange(12).reshape(4, 3)
     assert torch.equal(matmul(ints, torch.eye(3, dtype=torch.int64)), ints)
+    half = torch.rand(4, 3, dtype=torch.bfloat16)  # numpy has no bfloat16
+    assert matmul(half, torch.eye(3, dtype=torch.bfloat16)).dtype == torch.bfloat16
+    assert power(half, 2.4).dtype == torch.bfloat16 and cbrt(half).dtype == torch.bfloat16
 
 
 def test_ingest_workers_run_one_blas_thread():

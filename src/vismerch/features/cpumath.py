@@ -7,8 +7,8 @@ CIELAB cube root. torch's CPU wheels run such products through MKL, which on AMD
 processors is several times slower for these skinny shapes than the OpenBLAS numpy ships,
 and its float32 ``pow`` is two to eight times slower than numpy's ``power`` and ``cbrt``
 (``benchmarks/ingest.py`` prints both, ``cpumath_ms``). numpy's values agree with torch's
-within float rounding. GPU tensors, tensors that need gradients and integer tensors keep
-torch's own operations.
+within float rounding. GPU tensors, tensors that need gradients and other dtypes than
+float32 and float64 keep torch's own operations.
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+_NUMPY_DTYPES = (torch.float32, torch.float64)  # bfloat16 has no numpy twin
+
 
 def _numpy_ok(*tensors: torch.Tensor) -> bool:
     first = tensors[0]
     return all(t.device.type == "cpu" and not t.requires_grad and t.dtype == first.dtype
-               and t.dtype.is_floating_point for t in tensors)
+               and t.dtype in _NUMPY_DTYPES for t in tensors)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
