@@ -226,10 +226,15 @@ print("RESULT" + json.dumps({"seconds": seconds, "phases": summary.phases,
 _WORKER_CPU_CHILD = """
 import json, shutil, sys, tempfile, time
 from pathlib import Path
+try:  # the environment a distributor gives the workers it spawns (code that has one)
+    from vismerch.pipeline.worker_setup import worker_environment
+    worker_environment()
+except ImportError:
+    pass
 from vismerch.config import load_settings
 from vismerch.pipeline.tasks import BackendSpec, IngestSpec, Task, TaskItem
 from vismerch.pipeline.worker import init_worker, run_task
-init_worker(1)  # as the pool's initialiser sets up every worker (one torch thread, malloc)
+init_worker(1)  # as the pool's initialiser sets up every worker (threads, malloc)
 fmt, paths = sys.argv[1], [Path(p) for p in sys.argv[2:]]
 settings = load_settings()
 if fmt:
