@@ -391,8 +391,9 @@ def _open_to_border(fg: torch.Tensor) -> torch.Tensor:
     """(B, H, W) bool, meaningful for background cells: no foreground between the cell and
     the frame's edge along its row or its column."""
     out = torch.zeros_like(fg)
+    counts = fg.to(torch.int16)  # a count per row or column of at most GRID: int64 is 4x the bytes
     for dim in (1, 2):
-        before = fg.cumsum(dim)  # foreground cells up to and including this one
+        before = counts.cumsum(dim, dtype=torch.int16)  # foreground cells up to and including this one
         out |= (before == 0) | (before == before.narrow(dim, fg.shape[dim] - 1, 1))
     return out
 
