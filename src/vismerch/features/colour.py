@@ -268,17 +268,17 @@ def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     BOX_GRID x BOX_GRID means the duplicate signature starts from, or None)."""
     h, w = x.shape[1:3]
     fine = None
-    # cell means straight from the uint8 pixels (integer sums: the float values, cheaper)
-    if h == w and h % BOX_GRID == 0:
-        # one pass over the full-size pixels serves both: the 64x64 means are 2x2 means of
-        # the 128x128 ones, which dupsig.signatures would otherwise recompute from x
-        fine = quality.cell_mean(x, h // BOX_GRID)
-        rgb = quality.cell_mean(fine, BOX_GRID // GRID)
-    elif h % GRID == 0 and w % GRID == 0 and h == w:
-        rgb = quality.cell_mean(x, h // GRID)
-    else:
+    if _grid_levels(h, w) is None:  # no whole cells: area resampling
         xf = x.to(torch.float32).permute(0, 3, 1, 2)
         rgb = _shrink(xf, GRID).permute(0, 2, 3, 1).contiguous()
+    elif h % BOX_GRID == 0:
+        # cell means straight from the uint8 pixels (integer sums: the float values,
+        # cheaper); one pass serves both: the 64x64 means are 2x2 means of the 128x128
+        # ones, which dupsig.signatures would otherwise recompute from x
+        fine = quality.cell_mean(x, h // BOX_GRID)
+        rgb = quality.cell_mean(fine, BOX_GRID // GRID)
+    else:
+        rgb = quality.cell_mean(x, h // GRID)
     # the hash's 32x32 area means are 2x2 means of the 64x64 ones (luma is linear)
     grey = luma(rgb)
     return (phash_bits(grey), quality.blur_metric(luma(x)), rgb, structure_signature(grey), grey,
@@ -286,8 +286,9 @@ def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
 
 
 def _grid_levels(h: int, w: int) -> int | None:
-    """How many pixels each GRID cell mean of an h x w image averages, when ``_full_size``
-    took it as exact integer sums (square, a multiple of GRID); else None."""
+    """How many pixels each GRID cell mean of an h x w image averages when ``_full_size``
+    takes the means as exact integer sums (square, a multiple of GRID); None when it
+    resamples instead."""
     return (h // GRID) ** 2 if h == w and h % GRID == 0 else None
 
 
