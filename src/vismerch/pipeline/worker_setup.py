@@ -63,7 +63,14 @@ def init_worker(threads: int = 1) -> None:
         threading.Thread(target=_exit_with_parent, args=(parent.pid,), daemon=True,
                          name="vismerch-parent-watch").start()
     if keep_freed_memory():
-        _arrow_from_malloc()  # before anything imports pyarrow
+        # a worker spawned without worker_environment() (not by our distributors) sets it
+        # itself, before anything imports pyarrow; if something already has, pyarrow's
+        # own default pool can still change (the Parquet writer's C++ pool cannot)
+        worker_environment()
+        if os.environ.get("ARROW_DEFAULT_MEMORY_POOL") == "system" and "pyarrow" in sys.modules:
+            import pyarrow as pa
+
+            pa.set_memory_pool(pa.system_memory_pool())
     import torch
     from threadpoolctl import threadpool_limits
 
@@ -84,14 +91,3 @@ def worker_environment() -> None:
     if platform.libc_ver()[0] == "glibc":
         os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
-
-def _arrow_from_malloc() -> None:
-    """Arrow buffers from malloc in this worker (see ``worker_environment``), also when it
-    was spawned without that environment, unless the user chose another pool: the
-    variable, and if pyarrow is imported already, pyarrow's own default pool (the Parquet
-    writer's C++ pool cannot change then)."""
-    chosen = os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    if chosen == "system" and "pyarrow" in sys.modules:
-        import pyarrow as pa
-
-        pa.set_memory_pool(pa.system_memory_pool())
