@@ -175,6 +175,15 @@ def cpumath_costs(repeat: int = 20) -> dict[str, dict[str, float]]:
     return out
 
 
+def _linked_folder(folder: Path, paths: list[str]) -> Path:
+    """A folder of hard links to ``paths`` (made once)."""
+    if not folder.exists():
+        folder.mkdir(parents=True)
+        for path in paths:
+            os.link(path, folder / Path(path).name)
+    return folder
+
+
 def make_catalog(root: Path, n: int, size: int) -> Path:
     from vismerch.catalog.sample import generate_catalog
 
@@ -306,20 +315,12 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
           f"{settings.thumb_format} thumbnails")
 
     # ingest the folder of JPEGs (not the manifest) so all three read the same files
-    folder = out_dir / f"jpegs-{n}-{size}"
-    if not folder.exists():
-        folder.mkdir(parents=True)
-        for path in images:
-            os.link(path, folder / Path(path).name)
+    folder = _linked_folder(out_dir / f"jpegs-{n}-{size}", images)
     # every pipeline is warmed up on the same images before its clock starts (worker
     # processes started, imports and first calls done, files in the page cache): the
     # figures are steady-state throughput, the same for all three
     warm_images = images[:workers * 8]
-    warm = out_dir / f"warm-{workers * 8}-{size}"
-    if not warm.exists():
-        warm.mkdir(parents=True)
-        for path in warm_images:
-            os.link(path, warm / Path(path).name)
+    warm = _linked_folder(out_dir / f"warm-{workers * 8}-{size}", warm_images)
     runs = {"ingest": HERE.parent / "src"}
     if baseline_src is not None:
         runs["baseline"] = Path(baseline_src).resolve()
