@@ -108,6 +108,23 @@ def test_light_edit_keeps_the_colour_a_colourway_does_not():
     assert _confirmed(sigs) == {(0, 1)}
 
 
+def test_a_box_of_other_proportions_is_another_cut_not_a_copy():
+    """Copies that line up as they are keep their product box's proportions (within 2.5%
+    on the generated catalogs): the same shot stretched by 2% is a copy, by 5% (a
+    look-alike of another cut, whose box touches no frame edge, so no crop explains it)
+    is not."""
+    sig = _sigs([_product(seed=5)])
+
+    def pair(stretch: float) -> Signatures:
+        return Signatures(np.repeat(sig.box, 2, 0), np.repeat(sig.sig, 2, 0),
+                          np.repeat(sig.colour, 2, 0), np.repeat(sig.hash, 2, 0),
+                          np.array([1.0, stretch], np.float32))
+
+    i, j = np.array([0]), np.array([1])
+    assert dupfind.confirm(pair(1.02), i, j, RULES)[0].tolist() == [True]
+    assert dupfind.confirm(pair(1.05), i, j, RULES)[0].tolist() == [False]
+
+
 def test_new_against_all_finds_what_the_whole_search_finds():
     rng = np.random.default_rng(9)
     shots, copies = [], []
