@@ -153,29 +153,51 @@ def test_empty_columns_match_the_computed_ones():
         assert value.dtype == empty[name].dtype and value.shape[1:] == empty[name].shape[1:]
 
 
-def test_box_sampling_by_matrices_is_bilinear_sampling_then_cell_means():
-    """The signature's content is SUPER x SUPER border-clamped bilinear samples per cell,
-    averaged: the two small matrix products give what grid_sample + avg_pool give."""
-    import torch.nn.functional as F
-
+def test_resampling_weights_are_the_gaussian_of_each_cell_with_edges_repeated():
+    """Each signature cell is a Gaussian of BLUR cells (at least MIN_BLUR source cells)
+    round its centre, cut at REACH sigmas, the mass beyond the frame's edge on the edge
+    cell: the banded weights equal that definition written out densely."""
     from vismerch.features import dupsig
 
-    gen = torch.Generator().manual_seed(3)
-    grid = torch.rand(5, 3, dupsig.BOX_GRID, dupsig.BOX_GRID, generator=gen) * 255
-    lo = torch.tensor([0.0, 0.1, 0.37, 0.5, 0.02])
-    hi = torch.tensor([1.0, 0.8, 0.61, 0.99, 0.3])
-    box = torch.stack([lo, lo.flip(0), hi, hi.flip(0)], dim=1)  # x0, y0, x1, y1
-    rows = dupsig._area_rows(box[:, 1], box[:, 3], dupsig.BOX_GRID)
-    cols = dupsig._area_rows(box[:, 0], box[:, 2], dupsig.BOX_GRID)
-    got = rows[:, None] @ grid @ cols.transpose(1, 2)[:, None]
-    n = dupsig.SUPER * dupsig.SIG
-    t = (torch.arange(n, dtype=torch.float32) + 0.5) / n
-    gx = (box[:, 0:1] + (box[:, 2:3] - box[:, 0:1]) * t) * 2 - 1
-    gy = (box[:, 1:2] + (box[:, 3:4] - box[:, 1:2]) * t) * 2 - 1
-    where = torch.stack([gx[:, None, :].expand(5, n, n), gy[:, :, None].expand(5, n, n)], dim=3)
-    want = F.avg_pool2d(F.grid_sample(grid, where, mode="bilinear", padding_mode="border",
-                                      align_corners=False), dupsig.SUPER)
-    assert torch.allclose(got, want, atol=1e-3)
+    lo = torch.tensor([0.0, 0.1, 0.37, 0.5, 0.02, 0.45])
+    hi = torch.tensor([1.0, 0.8, 0.61, 0.99, 0.3, 0.55])
+    for size in (dupsig.BOX_GRID, 2 * dupsig.BOX_GRID):
+        got = dupsig._resample_rows(lo, hi, size).numpy()
+        for b in range(len(lo)):
+            sigma = max(float(hi[b] - lo[b]) * size / dupsig.SIG * dupsig.BLUR, dupsig.MIN_BLUR)
+            want = np.zeros((dupsig.SIG, size))
+            for k in range(dupsig.SIG):
+                centre = (float(lo[b]) + float(hi[b] - lo[b]) * (k + 0.5) / dupsig.SIG) * size - 0.5
+                cells = np.arange(int(centre) - 60, int(centre) + 60)
+                z = (cells - centre) / sigma
+                w = np.where(np.abs(z) <= dupsig.REACH, np.exp(-0.5 * z * z), 0.0)
+                np.add.at(want[k], np.clip(cells, 0, size - 1), w / w.sum())
+            assert np.abs(got[b] - want).max() < 1e-3, (size, b)  # float32 vs float64
+
+
+def test_small_boxes_from_the_pixels_agree_with_the_grid_on_smooth_content():
+    """The pixel path (small boxes) and the grid path give the same cells where there is
+    no detail finer than the grid, so a copy whose box crosses FINE_SPAN still pairs."""
+    from vismerch.features import dupsig
+
+    yy, xx = np.mgrid[0:256, 0:256].astype(np.float32)
+    smooth = np.stack([120 + 80 * np.sin(xx / 23.0), 100 + 60 * np.cos(yy / 31.0),
+                       90 + 40 * np.sin((xx + yy) / 40.0)], axis=2)
+    shot = np.full((256, 256, 3), 250.0, np.float32)  # a product on a white sweep
+    shot[20:236, 20:236] = smooth[20:236, 20:236]
+    x = torch.from_numpy(shot.astype(np.uint8)[None].repeat(3, 0))
+    box, cells, back = dupsig.box_cells(x)
+    for b, frac in enumerate((0.2, 0.35, 0.5)):  # spans 26, 45 and 64 grid cells, inside
+        box[b] = torch.tensor([0.25, 0.25, 0.25 + frac, 0.25 + frac])
+    rows, cols = dupsig._rows_and_cols(box, dupsig.BOX_GRID, dupsig.BOX_GRID)
+    grid = dupsig.quality.cell_mean(x, 2).permute(0, 3, 1, 2) * (255.0 / back)[:, :, None, None]
+    from_grid = (rows[:, None] @ grid.clamp(0, 255) @ cols.transpose(1, 2)[:, None])
+    from_pixels = dupsig._from_pixels(x, torch.arange(3), box, back)
+    assert (from_grid - from_pixels).abs().max() < 2.0  # sRGB levels
+    refined = dupsig.small_boxes_from_pixels(x, box, back, from_grid.clone())
+    # under FINE_SPAN from the pixels (float rounding aside: another batch), over it the grid
+    assert torch.allclose(refined[:2], from_pixels[:2], atol=1e-3)
+    assert torch.equal(refined[2], from_grid[2])
 
 
 def test_ring_backdrop_is_the_median_of_the_ring_cells():

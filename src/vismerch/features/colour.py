@@ -56,7 +56,7 @@ from vismerch.features.cpumath import matmul
 from vismerch.features.dupsig import BOX_GRID
 from vismerch.features.hashing import luma, pack_bits, phash_bits, structure_signature
 
-VERSION = COLOUR_VERSION  # 2: 32x32 structure signature; 3: palette without thin dark outlines
+VERSION = COLOUR_VERSION  # what each version changed: features/base.py
 GRID = 64  # palette, mask, histogram and layout resolution
 BORDER = 2  # border ring width in grid cells (1/32 of the frame)
 PALETTE_K = 5
@@ -175,7 +175,8 @@ class ColourBackend:
             boxes.append(dupsig.box_cells(x[i : i + step], grid=part[5]))
             clock("duplicate signature")
             parts.append(part)
-        dup = dupsig.from_cells(torch.cat([p[0] for p in boxes]), torch.cat([p[1] for p in boxes]))
+        box, cells, back = (torch.cat([p[k] for p in boxes]) for k in range(3))
+        dup = dupsig.from_cells(box, dupsig.small_boxes_from_pixels(x, box, back, cells))
         clock("duplicate signature")
         out: dict[str, torch.Tensor] = {
             "phash_bits": torch.cat([p[0] for p in parts]),

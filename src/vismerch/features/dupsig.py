@@ -13,12 +13,17 @@ shard (1.2 KiB per image):
   letterbox bars and trimmed margins change the frame, not the box, so everything below
   is computed on the box and they vanish. Zeros mean "no signature" (shards written
   before the columns existed read back as zeros: ``has_signature``).
-* ``dup_sig`` uint8 (32, 32): the box's content, white balance undone, area-averaged to
-  32x32 (``SUPER`` x ``SUPER`` bilinear samples of the 128 grid per cell), as log-luma
-  ``log(Y + 0.05)`` quantised to 8 bits. Brightness multiplies Y and gamma raises it to a
-  power, so in log-luma both are an offset and a scale, which the zero-mean, unit-norm
-  correlation comparing signatures does not see (contrast nearly so); near white a few
-  levels of gradient or noise are almost nothing in log-luma.
+* ``dup_sig`` uint8 (32, 32): the box's content, white balance undone, resampled to 32x32
+  through a Gaussian of ``BLUR`` cells (anti-aliasing: a stripe or dot pattern finer than
+  the signature averages out instead of aliasing into a different moire at each scale),
+  from the 128 grid, or from the working-size pixels when the box spans fewer than
+  ``FINE_SPAN`` grid cells on a side (the grid's 2x2 means would leave a small product
+  too few of them, so a padded or letterboxed copy, shrunk in its frame, lost the detail
+  its original kept), as log-luma ``log(Y + 0.05)`` quantised to 8 bits. Brightness
+  multiplies Y and gamma raises it to a power, so in log-luma both are an offset and a
+  scale, which the zero-mean, unit-norm correlation comparing signatures does not see
+  (contrast nearly so); near white a few levels of gradient or noise are almost nothing
+  in log-luma.
 * ``dup_colour`` uint8 (8, 8, 3): CIELAB means of the box's 8x8 cells after the white
   balance is undone (L* x 2.55, a* + 128, b* + 128; ``lab_cells`` reads them): what
   tells a colourway (same shot, another colour) from a light edit of the same photo.
@@ -27,6 +32,8 @@ shard (1.2 KiB per image):
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
@@ -38,7 +45,10 @@ from vismerch.features.cpumath import matmul
 from vismerch.features.hashing import LUMA, pack_bits, phash_bits
 
 SIG = 32  # signature side (cells)
-SUPER = 4  # samples per signature cell and axis (an area filter at any box size)
+BLUR = 0.5  # Gaussian sigma of the resampling, in signature cells (a box filter is 0.29)
+MIN_BLUR = 0.5  # ... and at least this many source cells (where a box is upsampled)
+REACH = 4.0  # sigmas: the Gaussian's weights are zero beyond (a window per image)
+FINE_SPAN = 64  # grid cells: boxes narrower on a side are resampled from the pixels
 MARGIN = 0.0  # the signature spans the box plus this share of its size on each side (0.02 and
 #                0.04 were measured: worse precision on the generated catalogs and worse recall
 #                on OpenMoji than none)
@@ -132,32 +142,82 @@ def _box_cells(balanced: torch.Tensor) -> torch.Tensor:
     return torch.stack([x0, y0, x1, y1], dim=1)
 
 
-def _area_rows(lo: torch.Tensor, hi: torch.Tensor, size: int) -> torch.Tensor:
-    """(B, SIG, size) weights that average the span ``lo..hi`` (B,) frame fractions of a
-    ``size``-cell axis into SIG cells: SUPER bilinear samples per cell at sub-cell centres
-    (border-clamped, as ``grid_sample(align_corners=False, padding_mode="border")`` takes
-    them), averaged. Bilinear sampling and the cell means are separable, so the signature
-    is ``rows @ grid @ cols^T``: two small matrix products instead of a 2-D resampling."""
-    t = (torch.arange(SUPER * SIG, device=lo.device, dtype=torch.float32) + 0.5) / (SUPER * SIG)
-    t = t * (1 + 2 * MARGIN) - MARGIN
-    u = ((lo[:, None] + (hi - lo)[:, None] * t) * size - 0.5).clamp(0, size - 1)  # (B, S*SUPER)
-    cell = torch.arange(size, device=lo.device, dtype=torch.float32)
-    tent = (1.0 - (u[:, :, None] - cell).abs()).clamp_min(0)  # bilinear weights
-    return tent.reshape(lo.shape[0], SIG, SUPER, size).mean(dim=2)
+def _resample_rows(lo: torch.Tensor, hi: torch.Tensor, size: int) -> torch.Tensor:
+    """(B, SIG, size) weights that resample the span ``lo..hi`` (B,) frame fractions of a
+    ``size``-cell axis to SIG cells: at each cell's centre a Gaussian of sigma ``BLUR``
+    cells (at least ``MIN_BLUR`` source cells) over the source cells within ``REACH``
+    sigmas (edges repeated), each row summing to 1. Separable, so the signature is
+    ``rows @ grid @ cols^T``: two small matrix products instead of a 2-D resampling. Only
+    each row's band is evaluated, then added into the zero matrix."""
+    b = lo.shape[0]
+    k = (torch.arange(SIG, device=lo.device, dtype=torch.float32) + 0.5) * ((1 + 2 * MARGIN) / SIG)
+    centre = torch.addcmul(lo[:, None], (hi - lo)[:, None], k - MARGIN).mul_(size).sub_(0.5)
+    inv = 1.0 / ((hi - lo) * (size / SIG * BLUR)).clamp_min_(MIN_BLUR)  # (B,) 1 / sigma
+    reach = math.ceil(REACH / float(inv.min())) if b else 0
+    cell = centre.floor().to(torch.int64)[:, :, None] + torch.arange(
+        -reach, reach + 2, device=lo.device)  # (B, SIG, band)
+    z = (cell - centre[:, :, None]).mul_(inv[:, None, None])
+    # cut at REACH of each image's own sigma: an image's weights (and the window it
+    # reads) do not depend on the other images of its batch
+    w = torch.where(z.abs() <= REACH, z.square().mul_(-0.5).exp_(), 0.0)
+    w = w / w.sum(dim=2, keepdim=True)
+    return torch.zeros(b, SIG, size, device=lo.device).scatter_add_(
+        2, cell.clamp_(0, size - 1), w)
+
+
+def _rows_and_cols(box: torch.Tensor, h: int, w: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``_resample_rows`` of the boxes' (B, 4) vertical and horizontal spans; one call
+    for both when the frame is square (the working size always is)."""
+    if h != w:
+        return (_resample_rows(box[:, 1], box[:, 3], h), _resample_rows(box[:, 0], box[:, 2], w))
+    both = _resample_rows(torch.cat([box[:, 1], box[:, 0]]), torch.cat([box[:, 3], box[:, 2]]), h)
+    return both[:len(box)], both[len(box):]
+
+
+def _support(rows: torch.Tensor) -> list[tuple[int, int]]:
+    """(B, SIG, size) resampling weights -> each image's window [first, last + 1) of
+    source cells with a nonzero weight."""
+    used = (rows > 0).any(dim=1).to(torch.uint8)
+    size = used.shape[1]
+    first = used.argmax(dim=1)
+    stop = size - used.flip(1).argmax(dim=1)
+    return list(zip(first.tolist(), stop.tolist(), strict=True))
+
+
+def _from_pixels(x: torch.Tensor, which: torch.Tensor, box: torch.Tensor,
+                 back: torch.Tensor) -> torch.Tensor:
+    """(n, 3, SIG, SIG): the box content of the uint8 images ``x[which]`` (x: (B, H, W,
+    3)), resampled from their pixels, white balance undone (each channel divided by
+    ``back`` (n, 3)) and clamped at 255 after resampling; each image reads only the window
+    its Gaussian reaches (a small box: a small window)."""
+    h, w = x.shape[1:3]
+    rows, cols = _rows_and_cols(box, h, w)
+    out = torch.empty(len(which), 3, SIG, SIG, device=x.device)
+    for k, (i, (y0, y1), (x0, x1)) in enumerate(
+            zip(which.tolist(), _support(rows), _support(cols), strict=True)):
+        patch = x[i, y0:y1, x0:x1].to(torch.float32).reshape(y1 - y0, -1)
+        half = matmul(rows[k, :, y0:y1], patch)  # (SIG, width * 3)
+        # channel planes first: BLAS takes only unit-stride rows (a strided view would
+        # fall back to numpy's plain loop, ten times slower)
+        planes = half.reshape(SIG, x1 - x0, 3).permute(2, 0, 1).contiguous()
+        out[k] = matmul(planes, cols[k, :, x0:x1].T.contiguous())
+    return out.mul_((255.0 / back)[:, :, None, None]).clamp_(0, 255)
 
 
 def signatures(x: torch.Tensor, grid: torch.Tensor | None = None) -> dict[str, np.ndarray]:
     """uint8 (B, H, W, 3) RGB -> the ``COLUMNS`` arrays (see the module docstring).
     ``grid``: the caller's float (B, 128, 128, 3) area means of ``x``, when it has them."""
-    return from_cells(*box_cells(x, grid))
+    box, cells, back = box_cells(x, grid)
+    return from_cells(box, small_boxes_from_pixels(x, box, back, cells))
 
 
 def box_cells(x: torch.Tensor, grid: torch.Tensor | None = None
-              ) -> tuple[torch.Tensor, torch.Tensor]:
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The per-pixel half of ``signatures``: (box (B, 4) in frame fractions, the box's
-    white-balanced sRGB at SIG x SIG cells (B, 3, SIG, SIG)). The colour backend runs it
-    on its full-size chunks, from their 128x128 means, and ``from_cells`` once per batch
-    (its many small operations cost the same for 8 images as for 64)."""
+    white-balanced sRGB at SIG x SIG cells from the grid (B, 3, SIG, SIG), the backdrop
+    colour it was balanced by (B, 3)). The colour backend runs it on its full-size chunks,
+    from their 128x128 means, then ``small_boxes_from_pixels`` and ``from_cells`` once
+    per batch (their many small operations cost the same for 8 images as for 64)."""
     b, h, w, _ = x.shape
     if grid is None:
         if h % BOX_GRID == 0 and w % BOX_GRID == 0:  # strided sums, channels last: cheapest
@@ -178,10 +238,25 @@ def box_cells(x: torch.Tensor, grid: torch.Tensor | None = None
     if redo.numel():
         cells = cells.index_copy(0, redo, _box_cells(balanced.index_select(0, redo)))
     box = cells / BOX_GRID
-    # the box's content at SIG x SIG: SUPER x SUPER bilinear samples per cell, averaged
-    rows = _area_rows(box[:, 1], box[:, 3], BOX_GRID)
-    cols = _area_rows(box[:, 0], box[:, 2], BOX_GRID)
-    return box, matmul(matmul(rows[:, None], balanced.clamp_(0, 255)), cols.transpose(1, 2)[:, None])
+    rows, cols = _rows_and_cols(box, BOX_GRID, BOX_GRID)
+    content = matmul(matmul(rows[:, None], balanced.clamp_(0, 255)), cols.transpose(1, 2)[:, None])
+    return box, content, back
+
+
+def small_boxes_from_pixels(x: torch.Tensor, box: torch.Tensor, back: torch.Tensor,
+                            cells: torch.Tensor) -> torch.Tensor:
+    """``cells`` (B, 3, SIG, SIG) from ``box_cells``, with the boxes narrower than
+    ``FINE_SPAN`` grid cells on a side resampled from the pixels ``x`` instead, when they
+    are finer than the grid (a small product has too few grid cells for the signature's
+    detail: a stripe or dot pattern would alias differently at each scale)."""
+    h, w = x.shape[1:3]
+    if h <= BOX_GRID and w <= BOX_GRID:
+        return cells
+    span = torch.minimum(box[:, 2] - box[:, 0], box[:, 3] - box[:, 1]) * BOX_GRID
+    fine = (span < FINE_SPAN).nonzero().squeeze(1)
+    if fine.numel():
+        cells[fine] = _from_pixels(x, fine, box.index_select(0, fine), back.index_select(0, fine))
+    return cells
 
 
 def from_cells(box: torch.Tensor, cells: torch.Tensor) -> dict[str, np.ndarray]:
