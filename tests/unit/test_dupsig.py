@@ -187,8 +187,9 @@ def test_small_boxes_from_the_pixels_agree_with_the_grid_on_smooth_content():
     shot[20:236, 20:236] = smooth[20:236, 20:236]
     x = torch.from_numpy(shot.astype(np.uint8)[None].repeat(3, 0))
     box, cells, back = dupsig.box_cells(x)
-    for b, frac in enumerate((0.2, 0.35, 0.5)):  # spans 26, 45 and 64 grid cells, inside
-        box[b] = torch.tensor([0.25, 0.25, 0.25 + frac, 0.25 + frac])
+    spans = (dupsig.FINE_SPAN * 0.6, dupsig.FINE_SPAN * 0.9, dupsig.FINE_SPAN * 1.5)  # grid cells
+    for b, span in enumerate(spans):  # inside the product
+        box[b] = torch.tensor([0.25, 0.25, 0.25 + span / 128, 0.25 + span / 128])
     rows, cols = dupsig._rows_and_cols(box, dupsig.BOX_GRID, dupsig.BOX_GRID)
     grid = dupsig.quality.cell_mean(x, 2).permute(0, 3, 1, 2) * (255.0 / back)[:, :, None, None]
     from_grid = (rows[:, None] @ grid.clamp(0, 255) @ cols.transpose(1, 2)[:, None])

@@ -45,10 +45,10 @@ from vismerch.features.cpumath import matmul
 from vismerch.features.hashing import LUMA, pack_bits, phash_bits
 
 SIG = 32  # signature side (cells)
-BLUR = 0.5  # Gaussian sigma of the resampling, in signature cells (a box filter is 0.29)
+BLUR = 0.45  # Gaussian sigma of the resampling, in signature cells (a box filter is 0.29)
 MIN_BLUR = 0.5  # ... and at least this many source cells (where a box is upsampled)
 REACH = 4.0  # sigmas: the Gaussian's weights are zero beyond (a window per image)
-FINE_SPAN = 64  # grid cells: boxes narrower on a side are resampled from the pixels
+FINE_SPAN = 40  # grid cells: boxes narrower on a side are resampled from the pixels
 MARGIN = 0.0  # the signature spans the box plus this share of its size on each side (0.02 and
 #                0.04 were measured: worse precision on the generated catalogs and worse recall
 #                on OpenMoji than none)
