@@ -245,7 +245,7 @@ def box_cells(x: torch.Tensor, grid: torch.Tensor | None = None
 
 def small_boxes_from_pixels(x: torch.Tensor, box: torch.Tensor, back: torch.Tensor,
                             cells: torch.Tensor) -> torch.Tensor:
-    """``cells`` (B, 3, SIG, SIG) from ``box_cells``, with the boxes narrower than
+    """``cells`` (B, 3, SIG, SIG) from ``box_cells``, in place, with the boxes narrower than
     ``FINE_SPAN`` grid cells on a side resampled from the pixels ``x`` instead, when they
     are finer than the grid (a small product has too few grid cells for the signature's
     detail: a stripe or dot pattern would alias differently at each scale)."""

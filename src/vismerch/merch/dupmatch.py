@@ -36,9 +36,10 @@ MIN_SHARE = 0.45  # smallest box area share a crop may keep (a quarter of the fr
 TOUCH = 1.5 / 128  # a box side this close to the frame edge touches it
 # |log aspect ratio| of the two boxes up to which the plain comparison is tried. True copies
 # that line up as they are (pad, letterbox, trim, light, resize, re-encode and chains of
-# them) differ by at most 0.025 on generated catalogs (seeds 2, 4, 5: 339 pairs); 0.04
-# keeps 1.6x that margin. 0.06 let one look-alike pair of another cut through (seed 4);
-# on the OpenMoji set 0.04 and 0.06 find the same pairs (benchmarks/RESULTS.md).
+# them) differed by at most 0.025 on generated catalogs (seeds 2, 4, 5: 339 pairs, colour
+# version 3's boxes); 0.04 keeps 1.6x that margin. 0.06 let one look-alike pair of another
+# cut through (seed 4); on the OpenMoji set 0.04 and 0.06 found the same pairs (issue 11's
+# note; the catalogs' scores before and after are in benchmarks/RESULTS.md).
 PLAIN_ASPECT = 0.04
 RIM = 1  # cells at the signature's edge left out of the scores
 _PAIRS = 96  # pairs per region-search chunk (its arrays stay ~30 MB)
