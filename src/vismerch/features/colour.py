@@ -166,26 +166,23 @@ class ColourBackend:
         # temporaries are tens of MB (measured: chunks of 8 and 16 are as fast as each
         # other, whole batches and chunks of 2-4 slower); on a GPU the batch goes at once
         step = b if x.device.type != "cpu" else CPU_CHUNK
-        parts, boxes = [], []
-        for i in range(0, b, step):
-            part = _full_size(x[i : i + step])
-            clock("full_size: hash, blur, shrink")
-            # the framing/light-invariant duplicate signature (dupsig.py) starts from the
-            # chunk's 128x128 means: the full-size image is averaged once for both
-            boxes.append(dupsig.box_cells(x[i : i + step], grid=part[5]))
-            clock("duplicate signature")
-            parts.append(part)
-        box, cells, back = (torch.cat([p[k] for p in boxes]) for k in range(3))
+        parts = [_full_size(x[i : i + step]) for i in range(0, b, step)]
+        blur, rgb = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+        # rgb: (B, G, G, 3) area-averaged sRGB; the hash's 32x32 area means are 2x2 means
+        # of its luma's 64x64 (luma is linear)
+        grey = luma(rgb)  # (B, G, G)
+        out: dict[str, torch.Tensor] = {
+            "phash_bits": phash_bits(grey),
+            "blur": blur,
+            "structure": structure_signature(grey),
+        }
+        clock("full_size: hash, blur, shrink")
+        # the framing/light-invariant duplicate signature (dupsig.py) starts from the
+        # chunks' 128x128 means: the full-size image is averaged once for both
+        fine = None if parts[0][2] is None else torch.cat([p[2] for p in parts])
+        box, cells, back = dupsig.box_cells(x, grid=fine)
         dup = dupsig.from_cells(box, dupsig.small_boxes_from_pixels(x, box, back, cells))
         clock("duplicate signature")
-        out: dict[str, torch.Tensor] = {
-            "phash_bits": torch.cat([p[0] for p in parts]),
-            "blur": torch.cat([p[1] for p in parts]),
-            "structure": torch.cat([p[3] for p in parts]),
-        }
-        rgb = torch.cat([p[2] for p in parts])  # (B, G, G, 3) area-averaged sRGB
-        grey = torch.cat([p[4] for p in parts])  # (B, G, G) its luma
-        clock("full_size: hash, blur, shrink")
         lab = srgb_to_lab(rgb, levels=_grid_levels(x.shape[1], x.shape[2]))  # (B, G, G, 3)
         background, clutter = quality.background_stats(lab, BORDER)
         white = torch.tensor(WHITE, device=x.device)
@@ -263,10 +260,10 @@ class _StageClock:
 # ---------------------------------------------------------------- stages
 
 
-def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """uint8 (b, S, S, 3) -> (phash bits, blur, channels-last GRID x GRID sRGB means,
-    32x32 uint8 structure signature, GRID x GRID luma of those means, and the
-    BOX_GRID x BOX_GRID means the duplicate signature starts from, or None)."""
+def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """uint8 (b, S, S, 3) -> (blur, channels-last GRID x GRID sRGB means, and the
+    BOX_GRID x BOX_GRID means the duplicate signature starts from, or None): the work
+    that reads every pixel, done in chunks."""
     h, w = x.shape[1:3]
     fine = None
     if _grid_levels(h, w) is None:  # no whole cells: area resampling
@@ -280,10 +277,7 @@ def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         rgb = quality.cell_mean(fine, BOX_GRID // GRID)
     else:
         rgb = quality.cell_mean(x, h // GRID)
-    # the hash's 32x32 area means are 2x2 means of the 64x64 ones (luma is linear)
-    grey = luma(rgb)
-    return (phash_bits(grey), quality.blur_metric(luma(x)), rgb, structure_signature(grey), grey,
-            fine)
+    return quality.blur_metric(luma(x)), rgb, fine
 
 
 def _grid_levels(h: int, w: int) -> int | None:
