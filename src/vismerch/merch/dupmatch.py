@@ -354,16 +354,35 @@ def fast_structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.nda
 
 def colour_summary(colour: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(N, 8, 8, 3) stored Lab cells -> product mean a*b* (N, 2) and L* (N,), cells weighted by
-    their distance from white (backdrop cells weigh nothing)."""
-    if len(colour) > _BLOCK:  # in blocks: whole-catalog temporaries at a million images
-        #                        (~0.8 GB each) made it ~4x slower, same values
-        parts = [colour_summary(colour[s:s + _BLOCK]) for s in range(0, len(colour), _BLOCK)]
-        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
-    lab = lab_cells(colour).reshape(len(colour), -1, 3)
-    dist = np.linalg.norm(lab - np.array([100.0, 0.0, 0.0], np.float32), axis=2)
-    w = np.clip(dist - 4.0, 0.0, None) + 1e-3
-    w /= w.sum(axis=1, keepdims=True)
-    return np.einsum("nc,ncd->nd", w, lab[:, :, 1:]), np.einsum("nc,nc->n", w, lab[:, :, 0])
+    their distance from white (backdrop cells weigh nothing).
+
+    In blocks of rows (whole-catalog temporaries at a million images, ~0.8 GB each, made it
+    ~4x slower) and on channel planes: each pass runs over contiguous rows of 64 cells,
+    where the (cells, 3) layout's norms and einsums strode over threes (262,144 images on
+    one core: 0.75 -> 0.17 s; the values agree with that layout's within float rounding)."""
+    n = len(colour)
+    ab = np.empty((n, 2), np.float32)
+    lightness = np.empty(n, np.float32)
+    for s in range(0, n, _BLOCK):
+        cells = np.asarray(colour[s:s + _BLOCK]).reshape(-1, 64, 3)
+        # (3, rows, 64) L*, a*, b* codes; order "C": contiguous planes, not a strided view
+        planes = cells.transpose(2, 0, 1).astype(np.float32, order="C")
+        # features/dupsig.lab_cells' decoding: L* x 2.55, a* + 128, b* + 128
+        light = planes[0] / np.float32(2.55)
+        a, b = planes[1] - np.float32(128.0), planes[2] - np.float32(128.0)
+        d = light - np.float32(100.0)  # distance from white
+        d *= d
+        d += a * a
+        d += b * b
+        w = np.sqrt(d, out=d)
+        w -= np.float32(4.0)
+        np.clip(w, 0.0, None, out=w)
+        w += np.float32(1e-3)
+        w /= w.sum(axis=1, keepdims=True)
+        ab[s:s + len(cells), 0] = (a * w).sum(axis=1)
+        ab[s:s + len(cells), 1] = (b * w).sum(axis=1)
+        lightness[s:s + len(cells)] = (light * w).sum(axis=1)
+    return ab, lightness
 
 
 def colour_agrees(ab: np.ndarray, lightness: np.ndarray, i: np.ndarray, j: np.ndarray, *,
