@@ -69,16 +69,19 @@ def read_source(source: str | os.PathLike) -> list[ProductRecord]:
 
 
 def read_folder(folder: Path) -> list[ProductRecord]:
-    folder = folder.resolve()
+    """One record per image file under ``folder`` (hidden files and folders left out), its
+    id the path relative to the folder with "/" separators. Names are handled as strings:
+    a Path per file and ``relative_to`` cost most of listing a large folder."""
+    root = os.fspath(Path(folder).resolve())
     records = []
-    for dirpath, dirnames, filenames in os.walk(folder):
+    for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        rel = os.path.relpath(dirpath, root)
+        prefix = "" if rel == os.curdir else rel.replace(os.sep, "/") + "/"
         for name in filenames:
-            if name.startswith(".") or Path(name).suffix.lower() not in IMAGE_EXTENSIONS:
+            if name.startswith(".") or os.path.splitext(name)[1].lower() not in IMAGE_EXTENSIONS:
                 continue
-            full = Path(dirpath) / name
-            rel = full.relative_to(folder).as_posix()
-            records.append(ProductRecord(id=rel, image_path=full))
+            records.append(ProductRecord(id=prefix + name, image_path=Path(dirpath, name)))
     records.sort(key=lambda r: r.id)
     return records
 
