@@ -190,8 +190,7 @@ class ColourBackend:
         # the framing/light-invariant duplicate signature (dupsig.py) starts from the
         # chunks' 128x128 means: the full-size image is averaged once for both
         fine = None if parts[0][2] is None else torch.cat([p[2] for p in parts])
-        box, cells, back = dupsig.box_cells(x, grid=fine)
-        dup = dupsig.from_cells(box, dupsig.small_boxes_from_pixels(x, box, back, cells))
+        dup = dupsig.signatures(x, grid=fine)
         clock("duplicate signature")
         lab = srgb_to_lab(rgb, levels=_grid_levels(x.shape[1], x.shape[2]))  # (B, G, G, 3)
         background, clutter = quality.background_stats(lab, BORDER)

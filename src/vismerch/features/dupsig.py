@@ -213,11 +213,9 @@ def signatures(x: torch.Tensor, grid: torch.Tensor | None = None) -> dict[str, n
 
 def box_cells(x: torch.Tensor, grid: torch.Tensor | None = None
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The per-pixel half of ``signatures``: (box (B, 4) in frame fractions, the box's
+    """The first step of ``signatures``: (box (B, 4) in frame fractions, the box's
     white-balanced sRGB at SIG x SIG cells from the grid (B, 3, SIG, SIG), the backdrop
-    colour it was balanced by (B, 3)). The colour backend runs it on its full-size chunks,
-    from their 128x128 means, then ``small_boxes_from_pixels`` and ``from_cells`` once
-    per batch (their many small operations cost the same for 8 images as for 64)."""
+    colour it was balanced by (B, 3))."""
     b, h, w, _ = x.shape
     if grid is None:
         if h % BOX_GRID == 0 and w % BOX_GRID == 0:  # strided sums, channels last: cheapest
