@@ -46,10 +46,11 @@ class FolderGuard:
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
-        self.real_root = Path(os.path.realpath(root))
-        real_root = os.fspath(self.real_root)
+        self._real_root = os.path.realpath(root)
+        self.real_root = Path(self._real_root)
         # inside = the root itself or below "root/" (not "root2/...": parts, not characters)
-        self._inside_prefix = real_root if real_root.endswith(os.sep) else real_root + os.sep
+        self._inside_prefix = (self._real_root if self._real_root.endswith(os.sep)
+                               else self._real_root + os.sep)
         self._dirs: dict[str, str] = {}
 
     def real(self, path: str | os.PathLike) -> Path:
@@ -74,7 +75,7 @@ class FolderGuard:
 
     def outside(self, path: str | os.PathLike) -> FileRefused | None:
         real = self._real_text(path)
-        if real.startswith(self._inside_prefix) or real == os.fspath(self.real_root):
+        if real.startswith(self._inside_prefix) or real == self._real_root:
             return None
         return FileRefused(OUTSIDE_FOLDER, f"{path} is a link to {real}, outside {self.root}")
 
