@@ -64,8 +64,8 @@ _BLOCK = 65_536  # rows per block of the whole-catalog passes: bounded temporari
 def _shrink(sig: np.ndarray, g: int) -> np.ndarray:
     """(P, 32, 32) -> (P, g, g) cell means (g divides 32 here). uint8 signatures are summed
     as integers in blocks by ``features.quality.cell_mean`` (strided int16 additions: exact,
-    so the float32 means numpy's float sum gives; a million images at g = 8 ~2 s, where a
-    multi-axis ``sum`` took ~8 s), with no float copy of them all (4 GB at a million)."""
+    so the float32 means numpy's float sum gives; 3-4x faster than a multi-axis ``sum`` on
+    262,144 signatures at g = 8), with no float copy of them all (4 GB at a million)."""
     k = sig.shape[-1] // g
     if sig.dtype != np.uint8:
         dtype = np.result_type(sig.dtype, np.float32)
