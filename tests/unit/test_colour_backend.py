@@ -449,3 +449,16 @@ def test_cells_open_to_the_border_by_brute_force():
         want = (not row[:x + 1].any() or not row[x:].any()
                 or not col[:y + 1].any() or not col[y:].any())
         assert bool(got[b, y, x]) == want, (b, y, x)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 8])
+def test_nearest_centre_is_the_first_of_equal_minima(k):
+    """k-means assigns each point to the first of its nearest centres (argmin's rule),
+    ties included: the knock-out on distance rows must pick what argmin picks."""
+    from vismerch.features.colour import _first_min
+
+    gen = torch.Generator().manual_seed(k)
+    dist = torch.randint(0, 4, (3, k, 200), generator=gen).to(torch.float32)  # many ties
+    assert torch.equal(_first_min(dist), dist.argmin(dim=1))
+    dist = torch.rand(3, k, 200, generator=gen)
+    assert torch.equal(_first_min(dist), dist.argmin(dim=1))
