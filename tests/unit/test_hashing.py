@@ -87,3 +87,16 @@ def test_pack_bits_most_significant_first_and_hamming():
     assert int(hamming(0b1011, 0b0001)) == 2
     m = hamming_matrix(np.array([0, 1, 3], dtype=np.uint64))
     assert m.tolist() == [[0, 1, 2], [1, 0, 1], [2, 1, 0]]
+
+
+@pytest.mark.parametrize("size", [32, 64, 96, 128])
+def test_hash_input_is_the_area_mean_at_every_size(size):
+    """The 32x32 hash input: the fast paths (32 px as is, 64 px as four strided views)
+    give the plain area mean's values bit for bit, so hashes and structure signatures do
+    not depend on which path ran."""
+    from vismerch.features.hashing import HASH_INPUT, _shrink
+
+    grey = torch.rand(5, size, size, generator=torch.Generator().manual_seed(size)) * 255
+    k = size // HASH_INPUT
+    want = grey.reshape(5, HASH_INPUT, k, HASH_INPUT, k).mean(dim=(2, 4))
+    assert torch.equal(_shrink(grey), want)

@@ -31,6 +31,13 @@ def _shrink(grey: torch.Tensor) -> torch.Tensor:
     """(B, H, W) -> (B, HASH_INPUT, HASH_INPUT) area means (exact cell means when H and W
     are multiples of HASH_INPUT)."""
     b, h, w = grey.shape
+    if h == w == HASH_INPUT:
+        return grey
+    if h == w == 2 * HASH_INPUT:  # the colour backend's 64x64 grid
+        # ((a + b) + (c + d)) / 4 over four strided views: the sums, in the order, that
+        # ``mean(dim=(2, 4))`` below adds them in (the same bits), ten times faster
+        g = grey.reshape(b, HASH_INPUT, 2, HASH_INPUT, 2)
+        return ((g[:, :, 0, :, 0] + g[:, :, 0, :, 1]) + (g[:, :, 1, :, 0] + g[:, :, 1, :, 1])) / 4
     if h % HASH_INPUT == 0 and w % HASH_INPUT == 0:
         kh, kw = h // HASH_INPUT, w // HASH_INPUT
         return grey.reshape(b, HASH_INPUT, kh, HASH_INPUT, kw).mean(dim=(2, 4))
