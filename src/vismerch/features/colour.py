@@ -531,14 +531,14 @@ def _lloyd(
     b, k = centres.shape[:2]
     planes = points.transpose(1, 2).contiguous()  # (B, 3, N): distances are (B, K, N)
     p2 = _plane_sum(planes.pow(2))[:, None]
-    weighted = points * weights[..., None]
+    weighted = planes * weights[:, None]
     mass = torch.zeros(b, k, device=points.device, dtype=points.dtype)
     for _ in range(iters):
         dist = torch.add(p2, matmul(centres, planes), alpha=-2.0)
         nearest = _first_min(dist.add_(centres.pow(2).sum(-1)[:, :, None]))  # (B, N)
         mass = torch.zeros_like(mass).scatter_add_(1, nearest, weights)
-        sums = torch.zeros_like(centres).scatter_add_(
-            1, nearest[..., None].expand(-1, -1, 3), weighted)
+        sums = torch.zeros(b, 3, k, device=points.device, dtype=points.dtype).scatter_add_(
+            2, nearest[:, None].expand(-1, 3, -1), weighted).transpose(1, 2)
         centres = torch.where(mass[..., None] > 0, sums / mass.clamp_min(1e-9)[..., None], centres)
     return centres, mass
 
