@@ -462,3 +462,19 @@ def test_nearest_centre_is_the_first_of_equal_minima(k):
     assert torch.equal(_first_min(dist), dist.argmin(dim=1))
     dist = torch.rand(3, k, 200, generator=gen)
     assert torch.equal(_first_min(dist), dist.argmin(dim=1))
+
+
+@pytest.mark.parametrize("width", [9, 300])  # uint8 counts, and int32 past 255 cells
+def test_run_counts_by_brute_force(width):
+    """The hole sweeps count set cells per run of background between foreground cells."""
+    from vismerch.features.colour import _run_sum, _runs
+
+    gen = torch.Generator().manual_seed(width)
+    barrier = torch.rand(3, 4, width, generator=gen) > 0.9
+    values = torch.rand(3, 4, width, generator=gen) > 0.3
+    got = _run_sum(values, _runs(barrier))
+    for b, y in np.ndindex(3, 4):
+        run_id = np.cumsum(barrier[b, y].numpy())
+        for x in range(width):
+            want = int(values[b, y].numpy()[run_id == run_id[x]].sum())
+            assert int(got[b, y, x]) == want, (b, y, x)

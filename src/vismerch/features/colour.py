@@ -350,11 +350,16 @@ def _runs(barrier: torch.Tensor) -> tuple[torch.Tensor, int]:
 
 
 def _run_sum(values: torch.Tensor, runs: tuple[torch.Tensor, int]) -> torch.Tensor:
-    """Sum of ``values`` over each cell's run, broadcast back to the cells."""
+    """Count of set ``values`` (bool) over each cell's run, broadcast back to the cells.
+    Counted on CPU in uint8 when a run cannot exceed 255 cells (the bools' own bytes, no
+    conversion; with ``index_select`` rather than ``take``: less than half the time)."""
     ids, n = runs
-    acc = torch.zeros(n, device=values.device, dtype=torch.float32)
-    acc.scatter_add_(0, ids.reshape(-1), values.reshape(-1).to(torch.float32))
-    return acc.take(ids)
+    small = values.device.type == "cpu" and ids.shape[-1] <= torch.iinfo(torch.uint8).max
+    dtype = torch.uint8 if small else torch.int32
+    flat = values.reshape(-1)
+    flat = flat.view(torch.uint8) if small else flat.to(dtype)
+    acc = torch.zeros(n, device=values.device, dtype=dtype).scatter_add_(0, ids.reshape(-1), flat)
+    return acc.index_select(0, ids.reshape(-1)).view(ids.shape)
 
 
 def fill_narrow_holes(fg: torch.Tensor) -> torch.Tensor:
