@@ -172,10 +172,19 @@ class ColourBackend:
         pixel_idx, ring_idx, cell_idx = _sample_lattice(x.shape[1], x.shape[2], x.device)
         lattice = torch.cat([pixel_idx, ring_idx.reshape(-1)])
         parts, gathered = [], []
+        # the duplicate signature's 128x128 means go onto channel planes chunk by chunk,
+        # while each chunk's are in cache (transposing the whole batch's afterwards costs
+        # more than the copy itself)
+        planes = None
         for i in range(0, b, step):
             chunk = x[i : i + step]
             gathered.append(chunk.reshape(len(chunk), -1, 3).index_select(1, lattice))
             parts.append(_full_size(chunk))
+            fine = parts[-1][2]
+            if fine is not None:
+                if planes is None:
+                    planes = torch.empty(b, 3, *fine.shape[1:3], device=x.device)
+                planes[i : i + step] = fine.permute(0, 3, 1, 2)
         gathered = torch.cat(gathered)  # (B, 5N, 3) uint8: N lattice pixels, then 4N ring
         blur, rgb = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
         # rgb: (B, G, G, 3) area-averaged sRGB; the hash's 32x32 area means are 2x2 means
@@ -189,8 +198,7 @@ class ColourBackend:
         clock("full_size: hash, blur, shrink")
         # the framing/light-invariant duplicate signature (dupsig.py) starts from the
         # chunks' 128x128 means: the full-size image is averaged once for both
-        fine = None if parts[0][2] is None else torch.cat([p[2] for p in parts])
-        dup = dupsig.signatures(x, grid=fine)
+        dup = dupsig.signatures(x, planes=planes)
         clock("duplicate signature")
         lab = srgb_to_lab(rgb, levels=_grid_levels(x.shape[1], x.shape[2]))  # (B, G, G, 3)
         background, clutter = quality.background_stats(lab, BORDER)

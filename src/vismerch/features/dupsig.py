@@ -204,26 +204,27 @@ def _from_pixels(x: torch.Tensor, which: torch.Tensor, box: torch.Tensor,
     return out.mul_((255.0 / back)[:, :, None, None]).clamp_(0, 255)
 
 
-def signatures(x: torch.Tensor, grid: torch.Tensor | None = None) -> dict[str, np.ndarray]:
+def signatures(x: torch.Tensor, planes: torch.Tensor | None = None) -> dict[str, np.ndarray]:
     """uint8 (B, H, W, 3) RGB -> the ``COLUMNS`` arrays (see the module docstring).
-    ``grid``: the caller's float (B, 128, 128, 3) area means of ``x``, when it has them."""
-    box, cells, back = box_cells(x, grid)
+    ``planes``: the caller's float (B, 3, 128, 128) area means of ``x`` on channel planes,
+    when it has them (used up: white-balanced in place)."""
+    box, cells, back = box_cells(x, planes)
     return from_cells(box, small_boxes_from_pixels(x, box, back, cells))
 
 
-def box_cells(x: torch.Tensor, grid: torch.Tensor | None = None
+def box_cells(x: torch.Tensor, planes: torch.Tensor | None = None
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The first step of ``signatures``: (box (B, 4) in frame fractions, the box's
     white-balanced sRGB at SIG x SIG cells from the grid (B, 3, SIG, SIG), the backdrop
     colour it was balanced by (B, 3))."""
     b, h, w, _ = x.shape
-    if grid is None:
+    if planes is None:
         if h % BOX_GRID == 0 and w % BOX_GRID == 0:  # strided sums, channels last: cheapest
-            grid = quality.cell_mean(x, h // BOX_GRID)
+            planes = quality.cell_mean(x, h // BOX_GRID).permute(0, 3, 1, 2).contiguous()
         else:
-            grid = _area(x.to(torch.float32).permute(0, 3, 1, 2), BOX_GRID, BOX_GRID
-                         ).permute(0, 2, 3, 1)
-    small = grid.permute(0, 3, 1, 2).contiguous()  # (B, 3, G, G): channel planes
+            planes = _area(x.to(torch.float32).permute(0, 3, 1, 2), BOX_GRID, BOX_GRID
+                           ).contiguous()
+    small = planes  # (B, 3, G, G): channel planes
     # two passes: the border's colour finds the product roughly; the colour around it
     # (padding may be another white) sets the white balance and finds it again
     border = _backdrop(small).clamp_min(16.0)  # (B, 3)
