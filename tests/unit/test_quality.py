@@ -264,3 +264,19 @@ def test_cell_means_of_uint8_pixels_are_the_float_paths_values(k):
         got = cell_mean(x, k)
         assert got.dtype == torch.float32 and got.shape[1:3] == (5, 4)
         assert torch.equal(got, cell_mean(x.to(torch.float32), k))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 12])  # 12: sums past int16
+@pytest.mark.parametrize("shape", [(2, 256, 256, 3), (3, 50, 38, 3), (1, 24, 36, 1)])
+def test_cell_means_on_planes_are_cell_mean_transposed(k, shape):
+    """The colour backend's 128x128 means, written onto channel planes from the uint8
+    pixels, are exactly ``cell_mean``'s (cropping a remainder alike)."""
+    from vismerch.features.quality import cell_mean, cell_mean_planes
+
+    if min(shape[1:3]) < k:
+        pytest.skip("no whole cell")
+    x = torch.randint(0, 256, shape, dtype=torch.uint8, generator=torch.Generator().manual_seed(k))
+    b, h, w, c = shape
+    out = torch.full((b, c, h // k, w // k), -1.0)
+    cell_mean_planes(x, k, out)
+    assert torch.equal(out, cell_mean(x, k).reshape(b, h // k, w // k, c).permute(0, 3, 1, 2))

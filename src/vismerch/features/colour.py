@@ -172,19 +172,16 @@ class ColourBackend:
         pixel_idx, ring_idx, cell_idx = _sample_lattice(x.shape[1], x.shape[2], x.device)
         lattice = torch.cat([pixel_idx, ring_idx.reshape(-1)])
         parts, gathered = [], []
-        # the duplicate signature's 128x128 means go onto channel planes chunk by chunk,
-        # while each chunk's are in cache (transposing the whole batch's afterwards costs
-        # more than the copy itself)
+        # the duplicate signature's 128x128 means, on channel planes, are written by the
+        # chunks straight into the batch's (B, 3, 128, 128)
+        h, w = x.shape[1:3]
         planes = None
+        if _grid_levels(h, w) is not None and h % BOX_GRID == 0:
+            planes = torch.empty(b, 3, BOX_GRID, BOX_GRID, device=x.device)
         for i in range(0, b, step):
             chunk = x[i : i + step]
             gathered.append(chunk.reshape(len(chunk), -1, 3).index_select(1, lattice))
-            parts.append(_full_size(chunk))
-            fine = parts[-1][2]
-            if fine is not None:
-                if planes is None:
-                    planes = torch.empty(b, 3, *fine.shape[1:3], device=x.device)
-                planes[i : i + step] = fine.permute(0, 3, 1, 2)
+            parts.append(_full_size(chunk, None if planes is None else planes[i : i + step]))
         gathered = torch.cat(gathered)  # (B, 5N, 3) uint8: N lattice pixels, then 4N ring
         blur, rgb = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
         # rgb: (B, G, G, 3) area-averaged sRGB; the hash's 32x32 area means are 2x2 means
@@ -278,24 +275,29 @@ class _StageClock:
 # ---------------------------------------------------------------- stages
 
 
-def _full_size(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """uint8 (b, S, S, 3) -> (blur, channels-last GRID x GRID sRGB means, and the
-    BOX_GRID x BOX_GRID means the duplicate signature starts from, or None): the work
-    that reads every pixel, done in chunks."""
+def _full_size(x: torch.Tensor, planes: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """uint8 (b, S, S, 3) -> (blur, channels-last GRID x GRID sRGB means): the work that
+    reads every pixel, done in chunks. ``planes``: where the BOX_GRID x BOX_GRID means
+    the duplicate signature starts from go, (b, 3, BOX_GRID, BOX_GRID), when S is a
+    multiple of BOX_GRID and a multiple of GRID cells' levels apply."""
     h, w = x.shape[1:3]
-    fine = None
+    b = x.shape[0]
     if _grid_levels(h, w) is None:  # no whole cells: area resampling
         xf = x.to(torch.float32).permute(0, 3, 1, 2)
         rgb = _shrink(xf, GRID).permute(0, 2, 3, 1).contiguous()
-    elif h % BOX_GRID == 0:
+    elif planes is not None:
         # cell means straight from the uint8 pixels (integer sums: the float values,
         # cheaper); one pass serves both: the 64x64 means are 2x2 means of the 128x128
-        # ones, which dupsig.signatures would otherwise recompute from x
-        fine = quality.cell_mean(x, h // BOX_GRID)
-        rgb = quality.cell_mean(fine, BOX_GRID // GRID)
+        # ones (added in cell_mean's order, so the same bits), which dupsig.signatures
+        # would otherwise recompute from x
+        quality.cell_mean_planes(x, h // BOX_GRID, planes)
+        m = BOX_GRID // GRID
+        rgb = quality.cell_mean(planes.reshape(b * 3, BOX_GRID, BOX_GRID), m)
+        rgb = rgb.view(b, 3, GRID, GRID).permute(0, 2, 3, 1).contiguous()
     else:
         rgb = quality.cell_mean(x, h // GRID)
-    return quality.blur_metric(luma(x)), rgb, fine
+    return quality.blur_metric(luma(x)), rgb
 
 
 def _grid_levels(h: int, w: int) -> int | None:

@@ -106,6 +106,32 @@ def cell_mean(x: torch.Tensor, k: int) -> torch.Tensor:
     return out.mul_(1.0 / (k * k))
 
 
+def cell_mean_planes(x: torch.Tensor, k: int, out: torch.Tensor) -> torch.Tensor:
+    """uint8 (B, H, W, C) -> ``out`` (B, C, H//k, W//k) float32: ``cell_mean``'s k x k
+    means (the same values: exact integer sums) written straight onto channel planes.
+
+    Each output row sums k pixel rows; neighbouring pixels' channels are then added as
+    shifted views of the flat row (pixel j's channel c lies at C j + c), and the cell sums
+    are read off at a stride of C k into the planes: no transposing copy of channels-last
+    means afterwards (torch handles an innermost axis of 3 several times slower).
+    """
+    b, h, w, c = x.shape
+    h2, w2 = h // k, w // k
+    if k == 1:
+        return out.copy_(x.permute(0, 3, 1, 2))
+    dtype = torch.int16 if k * k * 255 <= torch.iinfo(torch.int16).max else torch.int32
+    rows = x[:, : h2 * k, : w2 * k].reshape(b, h2, k, w2 * k * c)
+    acc = rows[:, :, 0].to(dtype) + rows[:, :, 1]
+    for i in range(2, k):
+        acc += rows[:, :, i]
+    n = (w2 * k - (k - 1)) * c  # flat positions whose k pixels lie inside the row
+    sums = acc[..., :n] + acc[..., c : c + n]
+    for i in range(2, k):
+        sums += acc[..., i * c : i * c + n]
+    cells = sums.as_strided((b, c, h2, w2), (sums.stride(0), 1, sums.stride(1), c * k))
+    return out.copy_(cells).mul_(1.0 / (k * k))
+
+
 def _pairs_mean(x: torch.Tensor) -> torch.Tensor:
     """Mean of every 2x2 window of the last two axes, stride 1: (..., H, W) -> (..., H-1,
     W-1)."""
