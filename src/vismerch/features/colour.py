@@ -226,9 +226,9 @@ class ColourBackend:
         # of product and backdrop (a third of a thin chain's pixels), JPEG halos and
         # blends between stripes are left out
         # (on channel planes: a max over a trailing axis of 3 is several times slower)
-        planes = gathered.transpose(1, 2).to(torch.int16)  # (B, 3, 5N)
-        ring = planes[:, :, n:].reshape(b, 3, 4, n)
-        spread = _plane_max((ring - planes[:, :, None, :n]).abs_())  # (B, 4, N)
+        lattice_rgb = gathered.transpose(1, 2).to(torch.int16)  # (B, 3, 5N)
+        ring = lattice_rgb[:, :, n:].reshape(b, 3, 4, n)
+        spread = _plane_max((ring - lattice_rgb[:, :, None, :n]).abs_())  # (B, 4, N)
         bg_rgb = (lab_to_srgb(background) * 255.0).round().to(torch.int16)[:, :, None, None]
         off_bg = _plane_max((ring - bg_rgb).abs_()) > BACKDROP_LEVELS
         solid = ((spread <= INTERIOR_LEVELS) & off_bg).all(dim=1)
@@ -278,9 +278,9 @@ class _StageClock:
 def _full_size(x: torch.Tensor, planes: torch.Tensor | None = None
                ) -> tuple[torch.Tensor, torch.Tensor]:
     """uint8 (b, S, S, 3) -> (blur, channels-last GRID x GRID sRGB means): the work that
-    reads every pixel, done in chunks. ``planes``: where the BOX_GRID x BOX_GRID means
-    the duplicate signature starts from go, (b, 3, BOX_GRID, BOX_GRID), when S is a
-    multiple of BOX_GRID and a multiple of GRID cells' levels apply."""
+    reads every pixel, done in chunks. ``planes`` (b, 3, BOX_GRID, BOX_GRID), given when S
+    is a multiple of BOX_GRID, receives the BOX_GRID x BOX_GRID means the duplicate
+    signature starts from."""
     h, w = x.shape[1:3]
     b = x.shape[0]
     if _grid_levels(h, w) is None:  # no whole cells: area resampling

@@ -216,7 +216,7 @@ def box_cells(x: torch.Tensor, planes: torch.Tensor | None = None
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The first step of ``signatures``: (box (B, 4) in frame fractions, the box's
     white-balanced sRGB at SIG x SIG cells from the grid (B, 3, SIG, SIG), the backdrop
-    colour it was balanced by (B, 3))."""
+    colour it was balanced by (B, 3)). ``planes``: as ``signatures`` takes them."""
     b, h, w, _ = x.shape
     if planes is None:
         if h % BOX_GRID == 0 and w % BOX_GRID == 0:  # strided sums, channels last: cheapest
