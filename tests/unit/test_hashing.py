@@ -100,3 +100,13 @@ def test_hash_input_is_the_area_mean_at_every_size(size):
     k = size // HASH_INPUT
     want = grey.reshape(5, HASH_INPUT, k, HASH_INPUT, k).mean(dim=(2, 4))
     assert torch.equal(_shrink(grey), want)
+
+
+def test_luma_of_uint8_pixels_is_luma_of_their_float_copy():
+    """The uint8 path (numpy converting on the fly) gives the float path's values exactly,
+    so hashes and the blur metric do not depend on the input's dtype."""
+    from vismerch.features.hashing import luma
+
+    x = torch.randint(0, 256, (3, 40, 56, 3), dtype=torch.uint8,
+                      generator=torch.Generator().manual_seed(3))
+    assert torch.equal(luma(x), luma(x.to(torch.float32)))

@@ -58,8 +58,15 @@ def _dct_basis(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
     return _bases[key]
 
 
+_LUMA_WEIGHTS = np.array(LUMA, np.float32)
+
+
 def luma(images: torch.Tensor) -> torch.Tensor:
     """uint8/float (B, H, W, 3) RGB -> float32 (B, H, W) luma in [0, 255]."""
+    if images.dtype == torch.uint8 and images.device.type == "cpu":
+        # numpy turns the uint8 pixels into float32 in small buffers on their way into the
+        # same float32 product: the same values, without a float copy of every image
+        return torch.from_numpy(np.matmul(images.numpy(), _LUMA_WEIGHTS))
     x = images.to(torch.float32)
     return matmul(x, torch.tensor(LUMA, dtype=torch.float32, device=x.device))
 
