@@ -478,3 +478,24 @@ def test_run_counts_by_brute_force(width):
         for x in range(width):
             want = int(values[b, y].numpy()[run_id == run_id[x]].sum())
             assert int(got[b, y, x]) == want, (b, y, x)
+
+
+@pytest.mark.parametrize("size", [256, 384])  # 2x2 and 3x3 pixels per duplicate-grid cell
+def test_an_images_features_do_not_depend_on_its_batch(size):
+    """The CPU path works in chunks of images and writes shared buffers (the duplicate
+    grid's planes, stacked blur statistics): one image's features must be the same bit for
+    bit whether it is encoded alone or in a batch that spans several chunks."""
+    gen = np.random.default_rng(size)
+    images = []
+    for k in range(11):  # more than one chunk, the last one partial
+        img = paint(shirt_mask(0.6 + 0.05 * k, (k * 3 - 15, 0)),
+                    tuple(int(v) for v in gen.integers(0, 256, 3)), shading=0.3 * (k % 2))
+        img[(k * 20) % S: (k * 20) % S + 6] = (20, 20, 20)  # a stripe: edges and detail
+        images.append(jpeg(np.asarray(Image.fromarray(img).resize((size, size)))))
+    backend = ColourBackend(settings=load_settings(env={}).replace(working_size=size))
+    together = backend.encode_images(np.stack(images))
+    for i, img in enumerate(images):
+        alone = backend.encode_images(img[None])
+        assert np.array_equal(alone.vectors[0], together.vectors[i]), i
+        for key, column in alone.columns.items():
+            assert np.array_equal(column[0], together.columns[key][i]), (i, key)
