@@ -575,8 +575,11 @@ def _square_distance(planes: torch.Tensor, centre: torch.Tensor) -> torch.Tensor
 
 
 def _first_min(dist: torch.Tensor) -> torch.Tensor:
-    """``dist.argmin(dim=1)`` of (B, K, N) (the first of equal minima) by a knock-out of
-    contiguous (B, N) rows: torch's argmin over a short axis is several times slower."""
+    """``dist.argmin(dim=1)`` of (B, K, N) (the first of equal minima), on CPU by a
+    knock-out of contiguous (B, N) rows: torch's CPU argmin over a short axis is several
+    times slower (a GPU's is one kernel where the knock-out would be a dozen)."""
+    if dist.device.type != "cpu":
+        return dist.argmin(dim=1)
     values = list(dist.unbind(1))
     index: list[torch.Tensor | int] = list(range(len(values)))
     while len(values) > 1:
