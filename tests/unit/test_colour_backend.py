@@ -480,7 +480,7 @@ def test_run_counts_by_brute_force(width):
             assert int(got[b, y, x]) == want, (b, y, x)
 
 
-@pytest.mark.parametrize("size", [256, 384])  # 2x2 and 3x3 pixels per duplicate-grid cell
+@pytest.mark.parametrize("size", [256, 320, 384])  # 2x2, none (resampled), 3x3 px per grid cell
 def test_an_images_features_do_not_depend_on_its_batch(size):
     """The CPU path works in chunks of images and writes shared buffers (the duplicate
     grid's planes, stacked blur statistics): one image's features must be the same bit for
