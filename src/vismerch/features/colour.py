@@ -679,17 +679,16 @@ def edge_histogram(grey: torch.Tensor) -> torch.Tensor:
     pos = torch.remainder(torch.atan2(gy, gx), math.pi) / math.pi * EDGE_BINS - 0.5
     i0 = pos.floor()
     frac = pos - i0
-    # pos lies in [-0.5, EDGE_BINS - 0.5): the bins wrap round at -1 and EDGE_BINS only
-    i0 = i0.to(torch.int64)
+    # pos lies in [-0.5, EDGE_BINS - 0.5): the bins wrap round at -1 and EDGE_BINS only.
+    # Bin numbers stay floats (small whole numbers: exact) until one int64 conversion each
     i0 = torch.where(i0 < 0, i0 + EDGE_BINS, i0)
-    i1 = i0 + 1
-    i1 = torch.where(i1 == EDGE_BINS, 0, i1)
+    i1 = torch.where(i0 == EDGE_BINS - 1, 0.0, i0 + 1)
     cy = (torch.arange(h, device=grey.device) * EDGE_CELLS // h)[:, None]
     cx = (torch.arange(w, device=grey.device) * EDGE_CELLS // w)[None, :]
-    cell = (cy * EDGE_CELLS + cx).expand(h, w)[None] * EDGE_BINS
+    cell = ((cy * EDGE_CELLS + cx) * EDGE_BINS).to(torch.float32)
     hist = torch.zeros(b, EDGE_DIM, device=grey.device, dtype=torch.float32)
-    hist.scatter_add_(1, (cell + i0).reshape(b, -1), (mag * (1 - frac)).reshape(b, -1))
-    hist.scatter_add_(1, (cell + i1).reshape(b, -1), (mag * frac).reshape(b, -1))
+    hist.scatter_add_(1, i0.add_(cell).to(torch.int64).reshape(b, -1), (mag * (1 - frac)).reshape(b, -1))
+    hist.scatter_add_(1, i1.add_(cell).to(torch.int64).reshape(b, -1), (mag * frac).reshape(b, -1))
     hist = hist / hist.sum(dim=1, keepdim=True).clamp_min(1e-9)
     return hist.sqrt()
 

@@ -93,7 +93,8 @@ def srgb_to_lab(rgb: torch.Tensor, dtype: torch.dtype = torch.float32,
         linear = linear.view(rgb.shape)
     else:
         linear = _linearise(rgb.to(dtype))
-    return xyzn_to_lab(matmul(linear, m))
+    # one (N, 3) x (3, 3) product rather than numpy's loop over every leading index
+    return xyzn_to_lab(matmul(linear.reshape(-1, 3), m).view(linear.shape))
 
 
 def _linearise(rgb: torch.Tensor) -> torch.Tensor:
