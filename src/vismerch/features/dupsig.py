@@ -218,19 +218,18 @@ def box_cells(x: torch.Tensor, planes: torch.Tensor | None = None
     white-balanced sRGB at SIG x SIG cells from the grid (B, 3, SIG, SIG), the backdrop
     colour it was balanced by (B, 3)). ``planes``: as ``signatures`` takes them."""
     b, h, w, _ = x.shape
-    if planes is None:
-        if h % BOX_GRID == 0 and w % BOX_GRID == 0:  # strided sums, channels last: cheapest
-            planes = quality.cell_mean(x, h // BOX_GRID).permute(0, 3, 1, 2).contiguous()
-        else:
-            planes = _area(x.to(torch.float32).permute(0, 3, 1, 2), BOX_GRID, BOX_GRID
-                           ).contiguous()
     small = planes  # (B, 3, G, G): channel planes
+    if small is None and h % BOX_GRID == 0 and w % BOX_GRID == 0:
+        k = h // BOX_GRID  # integer sums straight onto the planes: cheapest
+        small = quality.cell_mean_planes(x, k, torch.empty(b, 3, h // k, w // k, device=x.device))
+    elif small is None:
+        small = _area(x.to(torch.float32).permute(0, 3, 1, 2), BOX_GRID, BOX_GRID).contiguous()
     # two passes: the border's colour finds the product roughly; the colour around it
     # (padding may be another white) sets the white balance and finds it again
     border = _backdrop(small).clamp_min(16.0)  # (B, 3)
     cells = _box_cells(small * (255.0 / border)[:, :, None, None])
     back = _ring_backdrop(small, cells, border)
-    balanced = small.mul_((255.0 / back)[:, :, None, None])  # ``small`` is ours to reuse
+    balanced = small.mul_((255.0 / back)[:, :, None, None])  # ours, or used up (see signatures)
     # where the ring's colour is the border's (most shots), the second pass would find
     # the same box from the same numbers: only the others are searched again
     redo = (back != border).any(dim=1).nonzero().squeeze(1)
