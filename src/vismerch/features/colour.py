@@ -525,7 +525,8 @@ def kmeans_palette(points: torch.Tensor, weights: torch.Tensor) -> tuple[torch.T
         nearest = torch.minimum(nearest, _square_distance(planes, centres[:, i]))
     # Lloyd steps, coarse to fine: most on every third point, the last ones on all
     for step, iters in ((KMEANS_COARSE_STEP, KMEANS_COARSE_ITERS), (1, KMEANS_FINE_ITERS)):
-        centres, mass = _lloyd(points[:, ::step], weights[:, ::step], centres, iters)
+        centres, mass = _lloyd(planes[:, :, ::step].contiguous(), weights[:, ::step], centres,
+                               iters)
     centres, mass = _merge_close(centres, mass)
     share = mass / mass.sum(dim=1, keepdim=True).clamp_min(1e-9)
     share = torch.where(share >= MIN_CLUSTER, share, torch.zeros_like(share))
@@ -538,21 +539,20 @@ def kmeans_palette(points: torch.Tensor, weights: torch.Tensor) -> tuple[torch.T
 
 
 def _lloyd(
-    points: torch.Tensor, weights: torch.Tensor, centres: torch.Tensor, iters: int
+    planes: torch.Tensor, weights: torch.Tensor, centres: torch.Tensor, iters: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Weighted Lloyd iterations; a cluster that loses all its points keeps its centre.
     Cluster sums by scatter-add of the assignments (a one-hot matrix and its product cost
     a fifth more, for the same sums)."""
     b, k = centres.shape[:2]
-    planes = points.transpose(1, 2).contiguous()  # (B, 3, N): distances are (B, K, N)
-    p2 = _plane_sum(planes.pow(2))[:, None]
+    p2 = _plane_sum(planes.pow(2))[:, None]  # planes: (B, 3, N) points; distances (B, K, N)
     weighted = planes * weights[:, None]
-    mass = torch.zeros(b, k, device=points.device, dtype=points.dtype)
+    mass = torch.zeros(b, k, device=planes.device, dtype=planes.dtype)
     for _ in range(iters):
         dist = torch.add(p2, matmul(centres, planes), alpha=-2.0)
         nearest = _first_min(dist.add_(centres.pow(2).sum(-1)[:, :, None]))  # (B, N)
         mass = torch.zeros_like(mass).scatter_add_(1, nearest, weights)
-        sums = torch.zeros(b, 3, k, device=points.device, dtype=points.dtype).scatter_add_(
+        sums = torch.zeros(b, 3, k, device=planes.device, dtype=planes.dtype).scatter_add_(
             2, nearest[:, None].expand(-1, 3, -1), weighted).transpose(1, 2)
         centres = torch.where(mass[..., None] > 0, sums / mass.clamp_min(1e-9)[..., None], centres)
     return centres, mass
