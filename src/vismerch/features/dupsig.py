@@ -273,18 +273,22 @@ def from_cells(box: torch.Tensor, cells: torch.Tensor) -> dict[str, np.ndarray]:
     }
 
 
+# ``dup_colour``'s code: CIELAB x LAB_CODE_SCALE + LAB_CODE_OFFSET, as uint8 (L* x 2.55,
+# a* + 128, b* + 128: steps of 0.4 L* and 1 a*/b*)
+LAB_CODE_SCALE = np.array([2.55, 1.0, 1.0], np.float32)
+LAB_CODE_OFFSET = np.array([0.0, 128.0, 128.0], np.float32)
+
+
 def _quantise_lab(lab: torch.Tensor) -> torch.Tensor:
-    """CIELAB -> uint8 (L* x 2.55, a* + 128, b* + 128): steps of 0.4 L* and 1 a*/b*."""
-    scale = torch.tensor([2.55, 1.0, 1.0], device=lab.device)
-    offset = torch.tensor([0.0, 128.0, 128.0], device=lab.device)
+    """CIELAB -> the uint8 code (``LAB_CODE_SCALE``, ``LAB_CODE_OFFSET``)."""
+    scale = torch.from_numpy(LAB_CODE_SCALE).to(lab.device)
+    offset = torch.from_numpy(LAB_CODE_OFFSET).to(lab.device)
     return (lab * scale + offset).round().clamp(0, 255).to(torch.uint8)
 
 
 def lab_cells(colour: np.ndarray) -> np.ndarray:
     """The stored ``dup_colour`` (N, 8, 8, 3) uint8 -> CIELAB float32."""
-    lab = np.asarray(colour, np.float32)
-    return (lab - np.array([0.0, 128.0, 128.0], np.float32)) / np.array([2.55, 1.0, 1.0],
-                                                                          np.float32)
+    return (np.asarray(colour, np.float32) - LAB_CODE_OFFSET) / LAB_CODE_SCALE
 
 
 def empty_columns() -> dict[str, np.ndarray]:

@@ -26,7 +26,7 @@ import functools
 
 import numpy as np
 
-from vismerch.features.dupsig import lab_cells
+from vismerch.features.dupsig import LAB_CODE_OFFSET, LAB_CODE_SCALE, lab_cells
 
 SIG = 32
 G = 16  # region-search comparison grid
@@ -369,9 +369,10 @@ def colour_summary(colour: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         cells = block.reshape(len(block), -1, 3)
         # (3, rows, cells) L*, a*, b* codes; order "C": contiguous planes, not a strided view
         planes = cells.transpose(2, 0, 1).astype(np.float32, order="C")
-        # features/dupsig.lab_cells' decoding: L* x 2.55, a* + 128, b* + 128
-        light = planes[0] / np.float32(2.55)
-        a, b = planes[1] - np.float32(128.0), planes[2] - np.float32(128.0)
+        # lab_cells' decoding, plane by plane
+        planes -= LAB_CODE_OFFSET[:, None, None]
+        planes /= LAB_CODE_SCALE[:, None, None]
+        light, a, b = planes
         d = light - np.float32(100.0)  # distance from white
         d *= d
         d += a * a
