@@ -89,8 +89,8 @@ def test_pack_bits_most_significant_first_and_hamming():
     assert m.tolist() == [[0, 1, 2], [1, 0, 1], [2, 1, 0]]
 
 
-@pytest.mark.parametrize("size", [32, 64, 96, 128])
-def test_hash_input_is_the_area_mean_at_every_size(size):
+@pytest.mark.parametrize("size", [32, 64])  # the fast paths; other sizes take this mean itself
+def test_hash_input_is_the_area_mean_on_its_fast_paths(size):
     """The 32x32 hash input: the fast paths (32 px as is, 64 px as four strided views)
     give the plain area mean's values bit for bit, so hashes and structure signatures do
     not depend on which path ran."""

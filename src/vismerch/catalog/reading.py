@@ -47,7 +47,6 @@ class FolderGuard:
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
         self._real_root = os.path.realpath(root)
-        self.real_root = Path(self._real_root)
         # inside = the root itself or below "root/" (not "root2/...": parts, not characters)
         self._inside_prefix = (self._real_root if self._real_root.endswith(os.sep)
                                else self._real_root + os.sep)
