@@ -50,8 +50,9 @@ def fingerprint_key(fingerprint: dict[str, Any]) -> str:
 # Version of the built-in colour backend's features, here (not in colour.py, which imports
 # torch) so the ingest planner can tell old features from new without loading the backend:
 # bump it whenever the colour features change and stores re-feature on their next ingest.
-COLOUR_VERSION = 4  # 3: the palette leaves out thin dark outlines; 4: anti-aliased duplicate
-#                      signatures, small boxes resampled from the pixels (features/dupsig.py)
+COLOUR_VERSION = 5  # 3: the palette leaves out thin dark outlines; 4: anti-aliased duplicate
+#                      signatures, small boxes resampled from the pixels (features/dupsig.py);
+#                      5: duplicate boxes from product mass in proportion to cell coverage
 
 # name -> factory(settings, **options) -> FeatureBackend
 BACKENDS: Registry = Registry("backends")

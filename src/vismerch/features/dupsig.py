@@ -7,9 +7,11 @@ shard (1.2 KiB per image):
   fractions, found on a 128x128 area-averaged copy in two passes: the border's median
   colour finds the product roughly, then the median of a ring around it (padding may be
   another white) undoes the white balance (each channel divided by it) and finds it
-  again. A cell's product mass ramps from 0 at ``MASS_FROM`` to 1 at ``BOX_LEVELS`` sRGB
-  levels from the backdrop (faint shadows and gradients stay out); each side sits where
-  the cumulative mass crosses ``EDGE_SHARE``, interpolated inside the cell. Padding,
+  again. A cell's product mass is the share of it the product covers, as its level from
+  the backdrop over the product's full level (``_coverage``; faint shadows and gradients
+  away from the product stay out); each side sits where the cumulative mass crosses
+  ``EDGE_SHARE``, interpolated inside the cell, so a copy zoomed or cut differently keeps
+  its box to a fraction of a cell. Padding,
   letterbox bars and trimmed margins change the frame, not the box, so everything below
   is computed on the box and they vanish. Zeros mean "no signature" (shards written
   before the columns existed read back as zeros: ``has_signature``).
@@ -53,11 +55,13 @@ MARGIN = 0.0  # the signature spans the box plus this share of its size on each 
 #                0.04 were measured: worse precision on the generated catalogs and worse recall
 #                on OpenMoji than none)
 BOX_GRID = 128  # resolution the bounding box is found at
-BOX_LEVELS = 34.0  # sRGB levels from the backdrop (after white balance): product
-MASS_FROM = 24.0  # sRGB levels from the backdrop below which a cell is backdrop
+BOX_LEVELS = 34.0  # sRGB levels from the backdrop (after white balance): solid product
+MASS_FROM = 24.0  # sRGB levels from the backdrop below which a cell is backdrop ...
+EDGE_FLOOR = 8.0  # ... or, beside solid product, below which it is (JPEG) noise
 EDGE_SHARE = 0.002  # product mass left outside the box on each side (noise, stray specks)
 RING_GAP, RING = 2, 4  # cells: the backdrop ring around the box
-MIN_MASS = 4.0  # cells of product below which the whole frame is the box
+MIN_MASS = 0.5  # product mass (``_coverage``) below which the whole frame is the box: about
+#                 four cells of a faint product, or a speck of a dark one
 LOG_EPS = 0.05
 LOG_LO, LOG_HI = float(np.log(LOG_EPS)), float(np.log(1.0 + LOG_EPS))
 COLOUR_CELLS = 8
@@ -83,22 +87,33 @@ def _backdrop(small: torch.Tensor) -> torch.Tensor:
 
 def _quantile_span(profile: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(B, G) product mass per column (or row) -> where the cumulative mass first reaches
-    ``EDGE_SHARE`` of the total and where the rest falls under it, in cells, linearly
-    interpolated inside the cell: the box to a fraction of a cell, steady under noise.
+    ``EDGE_SHARE`` of the total and where the rest falls under it, in cells: the box to
+    a fraction of a cell, steady under noise. Inside the edge cell its mass is taken to
+    lie against the product's side at the density the cell would have if full (exact for
+    a straight edge: a rectangle's sides land within ~0.2 cell wherever they fall in
+    their cells), or spread evenly where the product is still widening past it.
     No mass: the whole frame."""
     g = profile.shape[1]
     total = profile.sum(dim=1, keepdim=True)
     cum = torch.cumsum(profile, dim=1)
     lo_t, hi_t = EDGE_SHARE * total, (1 - EDGE_SHARE) * total
 
-    def cross(t: torch.Tensor) -> torch.Tensor:
+    def cross(t: torch.Tensor, step: int) -> torch.Tensor:
         k = torch.searchsorted(cum, t).clamp(max=g - 1)  # first cell reaching t
         before = torch.where(k > 0, cum.gather(1, (k - 1).clamp(min=0)), torch.zeros_like(t))
-        inside = profile.gather(1, k).clamp_min(1e-6)
-        return (k + ((t - before) / inside).clamp(0, 1)).squeeze(1)
+        inside = profile.gather(1, k)
+        # the mass cell k would hold if the product filled it: the next cell's inward,
+        # less the rise to the one after (a flat edge: the next cell's; a slanted or round
+        # one, still widening: about the cell's own, so spread evenly through it)
+        near = profile.gather(1, (k + step).clamp(0, g - 1))
+        far = profile.gather(1, (k + 2 * step).clamp(0, g - 1))
+        full = torch.maximum(inside, near - (far - near).clamp_min(0)).clamp_min(1e-6)
+        if step > 0:  # the product lies at the cell's far side
+            return (k + 1 - ((inside - (t - before)) / full).clamp(0, 1)).squeeze(1)
+        return (k + ((t - before) / full).clamp(0, 1)).squeeze(1)
 
     empty = total.squeeze(1) < MIN_MASS
-    lo, hi = cross(lo_t), cross(hi_t)
+    lo, hi = cross(lo_t, 1), cross(hi_t, -1)
     return torch.where(empty, 0.0, lo), torch.where(empty, float(g), hi)
 
 
@@ -130,13 +145,42 @@ def _ring_backdrop(small: torch.Tensor, cells: torch.Tensor, fallback: torch.Ten
     return out.clamp_min(16.0)
 
 
+def _coverage(diff: torch.Tensor) -> torch.Tensor:
+    """(B, G, G) levels from the backdrop (max over channels) -> product mass per cell:
+    its levels above a floor, / 255, so in proportion to the share of the cell the product
+    covers (a sixth of a cell leaves a sixth of the product's levels). Cells at
+    ``BOX_LEVELS`` or more and those beside them count from ``EDGE_FLOOR`` (noise): they
+    hold the product's edges and thin parts. Any other cell counts from ``MASS_FROM``, so
+    tints, gradients and faint shadows away from the product stay out.
+
+    Colour version 4's mass ramped from ``MASS_FROM`` to 1 at ``BOX_LEVELS``: a sixth of a
+    cell of a dark product counted as a whole cell, so each side of the box sat up to ~0.9
+    cell outside the product by where the edge fell in its cell, and a copy zoomed 1.1x
+    was misregistered by up to 2% of the box, which stripes and dots turned into layout
+    0.93 and detail 0.80 (generated seed 7). Not capped at the product's full level
+    either: a dark outline's cell two thirds covered would count as whole again."""
+    near = _beside(diff >= BOX_LEVELS)
+    # one floor per cell without a float mask: the bool's bytes, added with a weight
+    diff.sub_(MASS_FROM).add_(near.view(torch.uint8), alpha=MASS_FROM - EDGE_FLOOR)
+    return diff.clamp_(min=0).mul_(1.0 / 255.0)
+
+
+def _beside(mask: torch.Tensor) -> torch.Tensor:
+    """(B, G, G) bool -> the cells in or beside (8-neighbourhood) a True cell: shifted ORs
+    (max_pool2d over one channel costs ~30x as much on CPU)."""
+    rows = mask.clone()
+    rows[:, 1:] |= mask[:, :-1]
+    rows[:, :-1] |= mask[:, 1:]
+    out = rows.clone()
+    out[:, :, 1:] |= rows[:, :, :-1]
+    out[:, :, :-1] |= rows[:, :, 1:]
+    return out
+
+
 def _box_cells(balanced: torch.Tensor) -> torch.Tensor:
     """(B, 4) product box x0, y0, x1, y1 in cells of ``balanced`` (B, 3, G, G): the grid
     with its white balance undone (the backdrop at 255)."""
-    diff = (balanced - 255.0).abs_().amax(dim=1)  # (B, G, G)
-    # soft product mass per cell: 0 up to MASS_FROM levels from the backdrop (tints,
-    # gradients, faint shadows), 1 from BOX_LEVELS on
-    mass = diff.sub_(MASS_FROM).mul_(1.0 / (BOX_LEVELS - MASS_FROM)).clamp_(0, 1)
+    mass = _coverage((balanced - 255.0).abs_().amax(dim=1))  # (B, G, G)
     x0, x1 = _quantile_span(mass.sum(dim=1))
     y0, y1 = _quantile_span(mass.sum(dim=2))
     return torch.stack([x0, y0, x1, y1], dim=1)
