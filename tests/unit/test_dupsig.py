@@ -294,3 +294,14 @@ def test_a_striped_product_zoomed_in_its_frame_stays_a_duplicate():
                       (b[2] * crop.width + left) / w, (b[3] * crop.height + top) / h])
     assert found >= 0.85 * len(cuts)
     assert np.ptp(np.array(boxes) * 128, axis=0).max() < 0.4
+
+
+def test_a_frame_without_a_product_is_its_own_box_and_a_small_product_is_not():
+    blank = np.full((SIZE, SIZE, 3), 250, np.uint8)
+    faint = blank.copy()
+    faint[96:104, 96:104] = 226  # a 4x4-cell tint, ~26 levels: stays out
+    small = blank.copy()
+    small[100:112, 140:152] = (30, 30, 120)  # a 6x6-cell dark product
+    box = signatures(torch.from_numpy(np.stack([blank, faint, small])))["dup_box"]
+    np.testing.assert_allclose(box[:2], [[0, 0, 1, 1], [0, 0, 1, 1]])
+    np.testing.assert_allclose(box[2] * SIZE, [140, 100, 152, 112], atol=1.0)

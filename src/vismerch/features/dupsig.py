@@ -7,9 +7,9 @@ shard (1.2 KiB per image):
   fractions, found on a 128x128 area-averaged copy in two passes: the border's median
   colour finds the product roughly, then the median of a ring around it (padding may be
   another white) undoes the white balance (each channel divided by it) and finds it
-  again. A cell's product mass is the share of it the product covers, as its level from
-  the backdrop over the product's full level (``_coverage``; faint shadows and gradients
-  away from the product stay out); each side sits where the cumulative mass crosses
+  again. A cell's product mass is its levels from the backdrop above a noise floor, so in
+  proportion to the share of it the product covers (``_coverage``; faint shadows and
+  gradients away from the product stay out); each side sits where the cumulative mass crosses
   ``EDGE_SHARE``, interpolated inside the cell, so a copy zoomed or cut differently keeps
   its box to a fraction of a cell. Padding,
   letterbox bars and trimmed margins change the frame, not the box, so everything below
@@ -60,8 +60,8 @@ MASS_FROM = 24.0  # sRGB levels from the backdrop below which a cell is backdrop
 EDGE_FLOOR = 8.0  # ... or, beside solid product, below which it is (JPEG) noise
 EDGE_SHARE = 0.002  # product mass left outside the box on each side (noise, stray specks)
 RING_GAP, RING = 2, 4  # cells: the backdrop ring around the box
-MIN_MASS = 0.5  # product mass (``_coverage``) below which the whole frame is the box: about
-#                 four cells of a faint product, or a speck of a dark one
+MIN_MASS = 0.5  # product mass (``_coverage``) below which the whole frame is the box: five
+#                 cells of a faint product (34 levels), two thirds of a cell of a dark one
 LOG_EPS = 0.05
 LOG_LO, LOG_HI = float(np.log(LOG_EPS)), float(np.log(1.0 + LOG_EPS))
 COLOUR_CELLS = 8
@@ -146,7 +146,7 @@ def _ring_backdrop(small: torch.Tensor, cells: torch.Tensor, fallback: torch.Ten
 
 
 def _coverage(diff: torch.Tensor) -> torch.Tensor:
-    """(B, G, G) levels from the backdrop (max over channels) -> product mass per cell:
+    """(B, G, G) levels from the backdrop (max over channels; used up) -> product mass per cell:
     its levels above a floor, / 255, so in proportion to the share of the cell the product
     covers (a sixth of a cell leaves a sixth of the product's levels). Cells at
     ``BOX_LEVELS`` or more and those beside them count from ``EDGE_FLOOR`` (noise): they
