@@ -95,6 +95,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("search_depth", int, 200, "Candidates taken from each ranking before fusion."),
     Setting("search_colour_min_share", float, 0.1, "With --colour, keep products with at least this share of the foreground near the colour."),
     # HTTP API (vismerch serve)
+    # shopper events (events/)
+    Setting("events_batch_max", int, 500, "Events: most events one POST /api/v1/events batch may hold (422 naming events above)."),
+    Setting("events_future_slack_s", float, 300.0, "Events: seconds an event's timestamp may lie ahead of the server's clock (client clock skew); later ones are refused as future-timestamp."),
+    Setting("events_compact_rows", int, 50_000, "Events: accepted events wait in the log's SQLite inbox until this many, then move into a day's Parquet file in one transaction."),
     Setting("serve_rate_limit", float, 50.0, "API: requests per second each key may make on average (token bucket; over it: 429 with Retry-After); 0 turns the limit off."),
     Setting("serve_rate_burst", int, 200, "API: requests a key may make at once before serve_rate_limit applies."),
     Setting("serve_cors_origins", str, "", "API: comma-separated origins allowed by CORS (e.g. https://shop.example); empty = CORS off."),

@@ -56,6 +56,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "vismerch.cli.versions",
     "vismerch.cli.serve",
     "vismerch.cli.keys",
+    "vismerch.cli.events",
 )
 
 

@@ -28,7 +28,7 @@ from vismerch.serve.sessions import WRITE_METHODS
 
 API_PREFIX = "/api/v1"
 ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin",
-                 "versions", "collections", "rules", "jobs", "plan")
+                 "versions", "collections", "rules", "jobs", "plan", "events")
 _AUDIT_BODY_BYTES = 4096  # the start of a JSON write body is kept in the audit row
 
 
@@ -62,7 +62,8 @@ class AuditMiddleware:
         finally:
             state = scope.get("state") or {}
             principal = state.get("principal")
-            if principal is not None and not state.get("read_only"):  # a POST that only reads
+            # a POST that only reads, or a write the event log records with its key itself
+            if principal is not None and not state.get("read_only") and not state.get("audited_in_log"):
                 detail: dict[str, Any] = {}
                 if scope.get("query_string"):
                     detail["query"] = scope["query_string"].decode(errors="replace")

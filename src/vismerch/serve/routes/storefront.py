@@ -43,6 +43,7 @@ class GridSlot(BaseModel):
 class StorefrontPage(BaseModel):
     collection: str
     version: str
+    version_id: int  # send it with the page's shopper events (POST /api/v1/events)
     columns: int
     offset: int
     limit: int
@@ -84,7 +85,8 @@ def _render(request: Request, collection: str, columns: int, offset: int, limit:
     items = [{"id": pid, "position": k + 1, "row": k // columns, "column": k % columns,
               "thumbnail": f"{prefix}{quote(pid, safe='')}/thumbnail" if thumbs[k] else None}
              for k, pid in enumerate(ids[offset:offset + limit], start=offset)]
-    page = {"collection": collection, "version": grid["version_name"], "columns": columns,
+    page = {"collection": collection, "version": grid["version_name"], "version_id": grid["version_id"],
+            "columns": columns,
             "offset": offset, "limit": limit, "total": len(ids), "items": items}
     tag = hashlib.sha256(json.dumps([grid["etag"], columns, offset, limit]).encode()).hexdigest()[:20]
     return json.dumps(page, separators=(",", ":")).encode(), tag
