@@ -81,6 +81,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("index_ef_construction", int, 64, "HNSW build-time search breadth: higher builds a better graph, more slowly."),
     Setting("index_ef_search", int, 64, "HNSW query-time search breadth (raised to 2k for k results): higher is more accurate and slower."),
     # grid arrangement
+    Setting("arrange_weights", str, "", "Grid arrangement: the business score's blend when a command gives none, e.g. sales=0.4,ctr=0.4,newness=0.2 (signals: docs/merchandising.md); empty = sales 0.35, revenue 0.35, margin, newness and stock 0.1 each."),
     Setting("arrange_lookalike_cosine", float, 0.9, "Grid arrangement: neighbours whose vector cosine is at least this count as look-alikes."),
     Setting("arrange_window", int, 32, "Grid arrangement: candidates per slot; also the most positions diversity may push a product below its plain place."),
     Setting("arrange_business_floor", float, 0.98, "Grid arrangement: keep at least this share of the plain order's DCG over the first 48 positions."),
@@ -98,6 +99,7 @@ SETTINGS: tuple[Setting, ...] = (
     # shopper events (events/)
     Setting("events_batch_max", int, 500, "Events: most events one POST /api/v1/events batch may hold (422 naming events above)."),
     Setting("events_future_slack_s", float, 300.0, "Events: seconds an event's timestamp may lie ahead of the server's clock (client clock skew); later ones are refused as future-timestamp."),
+    Setting("events_window_days", int, 28, "Events: days of shopper events behind the behaviour signals of the business score (ctr, conversion, revenue_per_impression; trending compares the last 7 days with them)."),
     Setting("events_compact_rows", int, 50_000, "Events: accepted events wait in the log's SQLite inbox until this many, then move into a day's Parquet file in one transaction."),
     Setting("serve_rate_limit", float, 50.0, "API: requests per second each key may make on average (token bucket; over it: 429 with Retry-After); 0 turns the limit off."),
     Setting("serve_rate_burst", int, 200, "API: requests a key may make at once before serve_rate_limit applies."),

@@ -62,3 +62,19 @@ def test_bad_weights(text, words):
     with pytest.raises(UsageError) as info:
         parse_weights(text)
     assert words in info.value.message
+
+
+def test_behaviour_signals_rank_what_shoppers_click_and_drop_out_without_events():
+    products = [P("a", 10, 100), P("b", 10, 100), P("c", 10, 100)]
+    behaviour = {"ctr": {"a": 0.02, "b": 0.09, "c": 0.05}, "trending": {"a": 3.0, "b": 1.0, "c": 0.5}}
+    by_ctr = score_products(products, "ctr=1", behaviour=behaviour)
+    assert [products[i].id for i in by_ctr.order()] == ["b", "c", "a"]
+    by_trend = score_products(products, "trending=1", behaviour=behaviour)
+    assert [products[i].id for i in by_trend.order()] == ["a", "b", "c"]
+    blended = score_products(products, "sales=0.5,ctr=0.5", behaviour=behaviour)
+    assert blended.weights == {"sales": 0.5, "ctr": 0.5}
+    # no events yet: the behaviour weight drops out and the catalog signals decide alone
+    cold = score_products(products, "sales=0.5,ctr=0.5", behaviour=None)
+    assert cold.weights == {"sales": 1.0}
+    with pytest.raises(UsageError, match="unknown score signal"):
+        parse_weights("clicks=1")

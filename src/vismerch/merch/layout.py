@@ -140,12 +140,15 @@ def arrange_collection(
     at: str | None = None,
     load_features: Callable[[str], Any] | None = None,
     strength: float | None = None,
+    behaviour: Mapping[str, Mapping[str, float]] | None = None,
 ) -> CollectionArrangement:
     """Arrange collection ``name`` of ``store`` for a grid of ``columns`` (and the other
     widths in ``columns_set``, optimised at once). See the module docstring. Rules apply as
     they are active at ``at`` (an RFC 3339 UTC stamp; default now), including the
     ``subtree`` rules of the collection's parents. ``load_features``: see
-    ``collection_vectors``. ``strength`` 0 gives the plain (rules and score only) order."""
+    ``collection_vectors``. ``strength`` 0 gives the plain (rules and score only) order.
+    ``behaviour``: shopper-behaviour signals by product (``scoring.score_products``); pins
+    and hides apply after the score, as always."""
     member_ids = set(colls.members(store, name))  # refuses an unknown collection
     products = [p for p in store.products() if p.id in member_ids]
     widths = parse_columns(columns, columns_set)
@@ -159,7 +162,8 @@ def arrange_collection(
             quality_gate=quality_gate, duplicates=duplicates,
             strength=1.0 if strength is None else float(strength))
     records = colls.product_records(store, products)
-    base = score_products(products, weights)
+    weights = weights or _setting(settings, "arrange_weights") or None
+    base = score_products(products, weights, behaviour=behaviour)
     chosen = store.pick_backend(backend, VISUAL_BACKENDS)
     vectors = collection_vectors(store, [p.id for p in products], chosen, load_features)
     at = at or utc_timestamp()

@@ -11,6 +11,16 @@ Signals (each mapped to [0, 1] over the products being ranked, so weights are co
 - ``stock``    stock health: 0 when out of stock, rising to 1 as stock reaches the
                median in-stock level.
 
+Behaviour signals, from the shopper event log (the service layer computes them and passes
+them in; each is position-corrected and, for products with little or no traffic, shrunk to
+its category's prior):
+
+- ``ctr``                     position-corrected click-through (attractiveness), min-max;
+- ``conversion``              orders per effective impression, min-max;
+- ``revenue_per_impression``  revenue per effective impression, min-max;
+- ``trending``                recent clicks against what the long-run rate predicts, as a
+                              log ratio, min-max.
+
 A signal that no product has (all missing) drops out and the remaining weights are
 renormalised; a product missing one signal gets 0 for it. Ties break by product id.
 """
@@ -28,7 +38,9 @@ import numpy as np
 
 from vismerch.errors import UsageError
 
-SIGNALS: tuple[str, ...] = ("sales", "revenue", "margin", "newness", "stock")
+CATALOG_SIGNALS: tuple[str, ...] = ("sales", "revenue", "margin", "newness", "stock")
+BEHAVIOUR_SIGNALS: tuple[str, ...] = ("ctr", "conversion", "revenue_per_impression", "trending")
+SIGNALS: tuple[str, ...] = CATALOG_SIGNALS + BEHAVIOUR_SIGNALS
 DEFAULT_WEIGHTS: dict[str, float] = {
     "sales": 0.35, "revenue": 0.35, "margin": 0.1, "newness": 0.1, "stock": 0.1,
 }
@@ -171,11 +183,34 @@ def raw_signals(products: Sequence[Any], half_life_days: float = NEWNESS_HALF_LI
     return out
 
 
+def behaviour_signals(products: Sequence[Any], behaviour: Mapping[str, Mapping[str, float]] | None
+                      ) -> dict[str, np.ndarray]:
+    """``behaviour[signal][product id]`` -> signals in [0, 1]; a signal without values is omitted."""
+    out: dict[str, np.ndarray] = {}
+    for name in BEHAVIOUR_SIGNALS:
+        values = (behaviour or {}).get(name)
+        if not values:
+            continue
+        raw = np.array([_num(values.get(p.id)) for p in products], np.float64)
+        if name == "trending":
+            raw = np.log(np.clip(raw, 1e-6, None))
+        if not np.isnan(raw).all():
+            out[name] = _minmax(raw)
+    return out
+
+
+def wants_behaviour(weights: Mapping[str, float] | str | None) -> bool:
+    """Do ``weights`` give a behaviour signal any weight (so its events must be read)?"""
+    return any(parse_weights(weights).get(name, 0) > 0 for name in BEHAVIOUR_SIGNALS)
+
+
 def score_products(products: Sequence[Any], weights: Mapping[str, float] | str | None = None,
-                   half_life_days: float = NEWNESS_HALF_LIFE_DAYS) -> Scores:
-    """Blend the signals of ``products`` (objects with the Product fields) into one score."""
+                   half_life_days: float = NEWNESS_HALF_LIFE_DAYS,
+                   behaviour: Mapping[str, Mapping[str, float]] | None = None) -> Scores:
+    """Blend the signals of ``products`` (objects with the Product fields) into one score;
+    ``behaviour``: the behaviour signals' values by product id (see the module docstring)."""
     wanted = parse_weights(weights)
-    signals = raw_signals(products, half_life_days)
+    signals = raw_signals(products, half_life_days) | behaviour_signals(products, behaviour)
     used = {k: w for k, w in wanted.items() if k in signals and w > 0}
     total = sum(used.values())
     ids = [p.id for p in products]

@@ -19,7 +19,9 @@ from urllib.parse import quote
 
 from vismerch.catalog.changes import ChangeCounter, next_rule_change
 from vismerch.catalog.store import DB_NAME, utc_timestamp
+from vismerch.config import setting
 from vismerch.errors import InvalidInput, UsageError
+from vismerch.merch import collections as colls
 from vismerch.merch.explain import lookalike_adjacencies
 from vismerch.merch.layout import CollectionArrangement, arrange_collection, parse_columns
 from vismerch.merch.rules import parse_stamp
@@ -96,7 +98,22 @@ def arrange(ws: Workspace, collection: str, *, columns: int | str | Sequence[int
         ws.store, collection, columns=widths, mode="mix" if mode == "plain" else mode,
         weights=weights, backend=backend, quality_gate=quality_gate, duplicates=duplicates,
         settings=ws.settings, log=log, at=at, load_features=ws.features,
-        strength=0.0 if mode == "plain" else None)
+        strength=0.0 if mode == "plain" else None, behaviour=behaviour_for(ws, collection, weights))
+
+
+def behaviour_for(ws: Workspace, collection: str, weights: Any) -> dict[str, dict[str, float]] | None:
+    """The shopper-behaviour signals ``weights`` (or the arrange_weights setting) ask for."""
+    from vismerch.merch.scoring import wants_behaviour
+    from vismerch.service import events
+
+    weights = weights or setting(ws.settings, "arrange_weights") or None
+    try:
+        wanted = wants_behaviour(weights)
+    except UsageError as exc:
+        raise InvalidInput("weights", exc.message, exc.hint) from None
+    if not wanted:
+        return None
+    return events.behaviour_signals(ws, collection, colls.members(ws.store, collection))
 
 
 def _lookalike_widths(result: CollectionArrangement, lo: int, hi: int,

@@ -217,3 +217,72 @@ def _business_record(biz: Any, i: int) -> dict[str, Any]:
 def recent_window(until: datetime | None = None) -> q.Period:
     end = until or datetime.now(UTC)
     return q.Period(end - timedelta(days=TRENDING_DAYS), end)
+
+
+def behaviour_signals(ws: Workspace, collection: str, product_ids: list[str]) -> dict[str, dict[str, float]]:
+    """The business score's behaviour signals for ``product_ids`` from the last
+    ``events_window_days`` of ``collection``'s events: position-corrected ctr, conversion and
+    revenue per impression, and trending (last 7 days against the window). Products with no
+    traffic get their category's prior (cold start). Empty when the collection has no clicks."""
+    from vismerch.events import clickmodel as cm
+
+    end = datetime.now(UTC)
+    window = q.Period(end - timedelta(days=int(setting(ws.settings, "events_window_days"))), end)
+    con = q.open_events(event_log(ws), collection, window, threads=2)
+    if not q.funnel(con)[0]["clicks"]:
+        return {}
+    categories = {p.id: p.category for p in ws.store.products(status=None)}
+    fit, ids = fit_collection(con, categories)
+    index = {pid: i for i, pid in enumerate(ids)}
+    outcomes = {r["product_id"]: r for r in q.product_outcomes(con).to_pylist()}
+    biz = cm.business_metrics(fit, *(np.array([outcomes.get(p, {}).get(k, 0) for p in ids], np.float64)
+                                     for k in ("add_to_carts", "orders", "revenue")))
+    recent = _recent_counts(con, index, end)
+    trend = cm.trend(fit, recent).ratio
+    priors = _category_priors(fit, biz, ids, categories)
+    out: dict[str, dict[str, float]] = {k: {} for k in ("ctr", "conversion", "revenue_per_impression",
+                                                         "trending")}
+    for pid in product_ids:
+        i = index.get(pid)
+        if i is None:  # cold start: the category's prior, no trend
+            ctr, conv, rpi = priors.get(str(categories.get(pid)), priors["*"])
+            out["ctr"][pid], out["conversion"][pid], out["revenue_per_impression"][pid] = ctr, conv, rpi
+            out["trending"][pid] = 1.0
+            continue
+        out["ctr"][pid] = float(fit.products.attractiveness_corrected[i])
+        out["conversion"][pid] = float(biz.conversion[i])
+        out["revenue_per_impression"][pid] = float(biz.revenue_per_impression[i])
+        out["trending"][pid] = float(trend[i])
+    return out
+
+
+def _recent_counts(con: Any, index: dict[str, int], end: datetime) -> Any:
+    from vismerch.events import clickmodel as cm
+
+    since = end - timedelta(days=TRENDING_DAYS)
+    rows = con.execute("""
+        SELECT product_id, position, COALESCE(columns, 0),
+               COUNT(*) FILTER (WHERE type = 'impression'), COUNT(*) FILTER (WHERE type = 'click')
+        FROM events WHERE ts >= ? AND position IS NOT NULL AND type IN ('impression', 'click')
+        GROUP BY ALL""", [since]).fetchall()
+    rows = [r for r in rows if r[0] in index]
+    cols = list(zip(*rows, strict=True)) if rows else [[], [], [], [], []]
+    return cm.CellCounts.build([index[p] for p in cols[0]], np.asarray(cols[1], np.int64),
+                               np.asarray(cols[2], np.int64), np.asarray(cols[3], np.float64),
+                               np.asarray(cols[4], np.float64))
+
+
+def _category_priors(fit: Any, biz: Any, ids: list[str], categories: dict[str, Any]) -> dict[str, tuple]:
+    """Per category (and ``*`` for all): the mean corrected ctr, conversion and revenue per
+    impression of its products with traffic, weighted by their effective impressions."""
+    eff = fit.products.effective_impressions
+    groups: dict[str, list[int]] = {"*": list(range(len(ids)))}
+    for i, pid in enumerate(ids):
+        groups.setdefault(str(categories.get(pid)), []).append(i)
+    rates = (fit.products.attractiveness_corrected, biz.conversion, biz.revenue_per_impression)
+    out = {}
+    for name, members in groups.items():
+        w = eff[members]
+        total = float(w.sum()) or 1.0
+        out[name] = tuple(float((r[members] * w).sum() / total) for r in rates)
+    return out

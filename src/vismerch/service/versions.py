@@ -213,8 +213,11 @@ def save_draft(ws: Workspace, collection: str, name: str, *, columns: int | Sequ
     if vstore.version_row(ws.store, collection, name) is not None:  # before the arrangement's cost
         raise Conflict(f"{collection} already has a version named {name!r}",
                        hint="save under a new name (a draft can be edited: PUT its order)")
+    from vismerch.service.arrangements import behaviour_for
+
     result = arrange_collection(ws.store, collection, columns=widths, mode=mode, settings=ws.settings,
-                                load_features=ws.features)  # the workspace's cached vectors
+                                load_features=ws.features,  # the workspace's cached vectors
+                                behaviour=behaviour_for(ws, collection, None))
     return save_order(ws, collection, name, result, by=by)
 
 
