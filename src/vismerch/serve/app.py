@@ -23,7 +23,7 @@ from vismerch.catalog import access
 from vismerch.config import Settings, load_settings, setting
 from vismerch.serve import errors
 from vismerch.serve.auth import Authenticator, RateLimiter
-from vismerch.serve.routes import ui
+from vismerch.serve.routes import shop, ui
 from vismerch.serve.sessions import WRITE_METHODS
 
 API_PREFIX = "/api/v1"
@@ -130,6 +130,7 @@ def create_app(workspace: Any, settings: Settings | None = None, *, threads: int
         if hasattr(module, "setup"):  # per-app state a module keeps (caches)
             module.setup(app)
     ui.install(app)  # the web app (/ui/, outside /api/v1 and its OpenAPI)
+    shop.install(app)  # the storefront example page (/shop/), same
     app.add_middleware(AuditMiddleware, store_of=store_of)
     origins = [o.strip() for o in str(setting(settings, "serve_cors_origins")).split(",") if o.strip()]
     if origins:

@@ -6,6 +6,7 @@ import { clear, h } from "./dom.js";
 import * as catalog from "./catalog.js";
 import * as collections from "./collections.js";
 import * as editor from "./editor.js";
+import * as analytics from "./analytics.js";
 import * as review from "./review.js";
 import * as ingest from "./ingest.js";
 import * as plan from "./plan.js";
@@ -104,7 +105,7 @@ async function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   let page = PAGES.find((p) => p.path === parts[0]) || PAGES[0];
   let module = page.module;
-  if (page.path === "collections" && parts[1]) module = editor;
+  if (page.path === "collections" && parts[1]) module = parts[2] === "analytics" ? analytics : editor;
   for (const a of nav.querySelectorAll("a")) a.classList.toggle("active", a.dataset.page === page.path);
   clear(main);
   if (!can(page.role)) {

@@ -1,15 +1,17 @@
 // Collection grid editor: the arrangement as the storefront shows it at 2-5 columns, with row
 // boundaries; drag and drop / typed position / keyboard moves create pin rules; multi-select
 // pin, hide and bury; search-to-place; overlays; badges; a "why here" panel; the rules that
-// affect the page; versions (save draft, diff, publish, rollback) in versions.js.
+// affect the page; versions (save draft, diff, publish, rollback) in versions.js. The views,
+// clicks, orders and revenue overlays are real units from the shopper events of a period.
 
 import { call, enc, get, post } from "./api.js";
 import { append, clear, fmt, h, thumb } from "./dom.js";
 import { versionsPanel } from "./versions.js";
+import { PERF, analytics, money, periodSelect } from "./metrics.js";
 
 const WIDTHS = [2, 3, 4, 5];
 const PAGE = 120;
-const OVERLAYS = ["none", "sales", "stock", "margin", "newness"];
+const OVERLAYS = ["none", "sales", "stock", "margin", "newness", ...Object.keys(PERF)];
 
 function quoteList(ids) {
   return `id in [${ids.map((id) => JSON.stringify(id)).join(", ")}]`;
@@ -17,7 +19,7 @@ function quoteList(ids) {
 
 export async function render(main, ctx, [id]) {
   const st = { columns: 4, mode: "mix", overlay: "none", slots: [], total: 0, rules: [], applied: [],
-    selected: new Set(), focus: null, share: null, loading: false };
+    selected: new Set(), focus: null, share: null, loading: false, perf: null, perfDays: 28 };
   const editable = ctx.can("merchandiser");
 
   // ---- layout
@@ -26,8 +28,10 @@ export async function render(main, ctx, [id]) {
       on: { click: () => { st.columns = w; drawGrid(); } } }, `${w} columns`)));
   const modeSel = h("select", { id: "mode", "aria-label": "Arrangement mode", on: { change: () => { st.mode = modeSel.value; reload(); } } },
     ["mix", "flow", "plain"].map((m) => h("option", { value: m }, m)));
-  const overlaySel = h("select", { id: "overlay", "aria-label": "Overlay", on: { change: () => { st.overlay = overlaySel.value; drawGrid(); } } },
+  const overlaySel = h("select", { id: "overlay", "aria-label": "Overlay", on: { change: () => { st.overlay = overlaySel.value; drawGrid(); loadPerf(); } } },
     OVERLAYS.map((o) => h("option", { value: o }, o === "none" ? "no overlay" : `overlay: ${o}`)));
+  const periodSel = periodSelect("overlay-period", st.perfDays, (d) => { st.perfDays = d; st.perf = null; loadPerf(); });
+  periodSel.setAttribute("aria-label", "Period of the views, clicks, orders and revenue overlays");
   const summary = h("span", { class: "muted", id: "editor-summary" });
   const grid = h("div", { class: "arrangement", id: "arrangement" });
   const more = h("button", { type: "button", id: "load-more", hidden: true, on: { click: () => loadMore() } }, "Load more");
@@ -69,7 +73,8 @@ export async function render(main, ctx, [id]) {
 
   main.append(h("div", { class: "page editor" },
     h("div", { class: "head" }, h("h1", {}, h("a", { href: "#/collections" }, "Collections"), " / ", h("span", { id: "collection-id" }, id)),
-      viewSel, widthSwitch, modeSel, overlaySel, summary),
+      viewSel, widthSwitch, modeSel, overlaySel, periodSel,
+      h("a", { href: `#/collections/${enc(id)}/analytics`, id: "analytics-link" }, "Analytics"), summary),
     toolbar,
     h("div", { class: "split" }, h("div", { class: "grid-col" }, grid, storefront, more), side)));
 
@@ -226,8 +231,35 @@ export async function render(main, ctx, [id]) {
     return out;
   }
 
+  // real units of the period: the product's row of the collection's analytics (fetched once
+  // a performance overlay is chosen); a product without events in the period shows 0
+  async function loadPerf() {
+    if (!PERF[st.overlay] || st.perf) return;
+    try {
+      const data = await analytics(id, st.perfDays, { products: true });
+      const rows = data.products || [];
+      const top = Object.fromEntries(Object.values(PERF).map((f) => [f, Math.max(0, ...rows.map((p) => p[f] || 0))]));
+      st.perf = { byId: new Map(rows.map((p) => [p.id, p])), currencies: data.currencies, any: rows.length > 0, top };
+    } catch (e) {
+      ctx.fail(e);
+      return;
+    }
+    drawGrid();
+  }
+
+  function perfOverlay(slot) {
+    const field = PERF[st.overlay];
+    if (!st.perf) return h("div", { class: "overlay none" }, `${st.overlay}: …`);
+    const value = (st.perf.byId.get(slot.id) || {})[field] || 0;
+    const top = st.perf.top[field];
+    const text = field === "revenue" ? money(value, st.perf.currencies) : fmt(value);
+    return h("div", { class: "overlay perf", title: `${st.overlay} over the period: ${text}` },
+      h("div", { class: "bar", style: { width: `${top > 0 ? (100 * value) / top : 0}%` } }), h("span", {}, `${st.overlay} ${text}`));
+  }
+
   function overlay(slot) {
     if (st.overlay === "none") return null;
+    if (PERF[st.overlay]) return perfOverlay(slot);
     const parts = (slot.score && slot.score.parts) || {};
     let value = parts[st.overlay];
     if (st.overlay === "stock" && value === undefined) value = slot.stock > 0 ? 1 : 0;
@@ -339,6 +371,10 @@ export async function render(main, ctx, [id]) {
     // say which overlays have data on this page (margin needs a cost column, for one)
     for (const option of overlaySel.options) {
       if (option.value === "none") continue;
+      if (PERF[option.value]) {
+        option.textContent = `overlay: ${option.value}${st.perf && !st.perf.any ? " (no events)" : ""}`;
+        continue;
+      }
       const has = option.value === "stock" || st.slots.some((x) => x.score && x.score.parts && x.score.parts[option.value] !== undefined);
       option.textContent = `overlay: ${option.value}${has ? "" : " (no data)"}`;
     }

@@ -1,10 +1,12 @@
 // Versions of a collection: save the current arrangement as a draft, diff a draft against
 // what is published (as thumbnails: moved, in, out), publish, roll back, export. Writes carry
 // If-Match: a stale one (someone published or edited meanwhile) gets 412, shown as a conflict
-// message; the draft and the user's order are kept, nothing is lost.
+// message; the draft and the user's order are kept, nothing is lost. Under a diff, how the
+// two versions did with shoppers (the analytics' by-version funnel, all time).
 
 import { call, enc } from "./api.js";
 import { clear, fmt, h, thumb } from "./dom.js";
+import { analytics, funnelTable } from "./metrics.js";
 
 const idOf = (x) => (typeof x === "string" ? x : x.id);
 const shortTime = (t) => (t ? t.replace("T", " ").replace(/:\d\dZ?$/, "").slice(5) : "–");
@@ -89,6 +91,23 @@ export function versionsPanel(ctx, collection, { current, onChange }) {
       group("Moved", "moved", d.moved || [], (m) => `${m.from} → ${m.to}`),
       group("In", "in", d.added || [], (x) => (x.position ? `at ${x.position}` : "new")),
       group("Out", "out", d.removed || [], () => "leaves"));
+    diffBox.append(await performance([published, versions.find((v) => v.name === name)].filter(Boolean)));
+  }
+
+  // each version's funnel while it was live; a version never published has no events
+  async function performance(pair) {
+    let data;
+    try {
+      data = await analytics(collection, 0);
+    } catch (e) {
+      return h("p", { class: "error" }, ctx.explain(e));
+    }
+    const zero = { impressions: 0, clicks: 0, add_to_carts: 0, orders: 0, revenue: 0 };
+    const rows = [...new Map(pair.map((v) => [v.id, v])).values()].map((v) => ({
+      ...zero, ...(data.by_version.find((r) => r.version_id === v.id) || {}), name: v.name, dataset: { version: v.name } }));
+    return h("div", { class: "diff-performance" }, h("h4", {}, "How they performed (all shopper events)"),
+      funnelTable("diff-performance", "Version", rows, (r) => r.name, data.currencies,
+        ["impressions", "clicks", "ctr", "orders", "revenue"]));
   }
 
   async function publish(name) {
