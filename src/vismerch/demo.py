@@ -48,6 +48,7 @@ def run_demo(
         arranged = arranged_collection(store, settings=settings)
         report = write_report(store, out / "report.html", arrangement=arranged, settings=settings)
         predicted = predictions(store)
+    traffic = _week_of_traffic(out / "store", arranged, settings, seed)
     truth = catalog.truth()
     scores = score_against_truth(
         truth, predicted["colours"], predicted["groups"], predicted["flags"], failed=predicted["failed"]
@@ -68,8 +69,25 @@ def run_demo(
         "seconds_total": round(time.perf_counter() - started, 2),
         "store": str(out / "store"),
         "arrangement": _arrangement_summary(arranged),
+        "traffic": traffic,
     })
     return result
+
+
+def _week_of_traffic(store: Path, arranged: dict[str, Any] | None, settings: Any, seed: int
+                     ) -> dict[str, Any] | None:
+    """A simulated week of shoppers on the arranged collection, with its analytics in short."""
+    from vismerch.service import events
+    from vismerch.service.demo_traffic import simulate_week
+    from vismerch.service.workspace import Workspace
+
+    if not arranged or "error" in arranged:
+        return None
+    with Workspace.open(store, settings) as ws:
+        written = simulate_week(ws, arranged["collection"], seed=seed)
+        totals = events.collection_analytics(ws, arranged["collection"])["totals"]
+    return {**written, "impressions": totals["impressions"], "clicks": totals["clicks"],
+            "orders": totals["orders"], "revenue": round(totals["revenue"], 2)}
 
 
 def _arrangement_summary(done: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -271,6 +271,14 @@ def demo_cmd(
             f"{arranged['lookalikes_before']} -> {arranged['lookalikes_after']}, "
             f"business score kept {arranged['business_kept']:.1%} (preview {arranged['preview']})"
         )
+    traffic = summary.get("traffic")
+    if traffic:
+        console.print(
+            f"simulated shoppers on [bold]{traffic['collection']}[/] over {traffic['days']} days "
+            f"({', '.join(traffic['versions'])} published in turn): {traffic['impressions']:,} impressions, "
+            f"{traffic['clicks']:,} clicks, {traffic['orders']:,} orders; see it with "
+            f"`vismerch analytics {summary['store']} -c {traffic['collection']}` or the workbench"
+        )
 
 
 def register(app: typer.Typer) -> None:
