@@ -1,0 +1,1 @@
+"""Shopper events: the log, its queries and position-corrected performance."""
