@@ -94,7 +94,7 @@ export async function render(main, ctx, [id]) {
     if (!pins.length) return h("p", { class: "muted", id: "pins" }, "No pins in this collection.");
     return h("table", { class: "data", id: "pins" },
       h("thead", {}, h("tr", {}, ["Rule", "Product", "Position", "Verdict", "Clicks / expected"].map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, pins.map((p) => h("tr", { dataset: { verdict: p.verdict } },
+      h("tbody", {}, pins.map((p) => h("tr", { dataset: { verdict: p.verdict, product: p.product_id } },
         h("td", {}, `#${p.rule}`), h("td", { class: "code" }, p.product_id), h("td", { class: "num" }, String(p.position)),
         h("td", {}, h("span", { class: `verdict ${p.verdict}` }, p.text)),
         h("td", { class: "num" }, p.expected_clicks != null ? `${fmt(p.clicks)} / ${fmt(p.expected_clicks, 1)}` : "–")))));
