@@ -157,3 +157,18 @@ def test_analytics_of_an_unknown_collection_is_404_and_bad_dates_422(served):
     assert r.status_code == 422 and r.json()["error"]["field"] == "since"
     r = client.get("/api/v1/analytics/collections/all", headers=auth(keys["storefront"]))
     assert r.status_code == 403
+
+
+def test_products_are_listed_before_the_first_click(served, products):
+    client, _, keys = served
+    from vismerch.service.collections import create_collection
+
+    _, ws, _ = served
+    create_collection(ws, "quiet", where="true")
+    events = [_event(i, products[i % 3], event_id=f"quiet-{i}", collection="quiet") for i in range(9)]
+    client.post("/api/v1/events", json={"events": events}, headers=auth(keys["storefront"]))
+    data = client.get("/api/v1/analytics/collections/quiet?products=true",
+                      headers=auth(keys["viewer"])).json()
+    assert data["totals"]["clicks"] == 0
+    assert {p["id"]: p["impressions"] for p in data["products"]} == {products[k]: 3 for k in range(3)}
+    assert all(p["attractiveness_corrected"] is None for p in data["products"])

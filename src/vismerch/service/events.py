@@ -147,10 +147,17 @@ def collection_analytics(ws: Workspace, collection: str, *, since: str | None = 
         out["pins"] = _pins(ws, collection, fit, ids)
         if products:
             out["products"] = _products(ws, con, fit, ids, period)
-    else:
+    else:  # no clicks: nothing to fit; products keep their counts
         out["slots"], out["pins"] = [], []
         if products:
-            out["products"] = []
+            titles = {p.id: p.title for p in ws.store.products(status=None)}
+            out["products"] = [{"id": r["product_id"], "title": titles.get(r["product_id"]),
+                                "impressions": r["impressions"], "clicks": r["clicks"],
+                                "raw_ctr": _ratio(r["clicks"], r["impressions"]),
+                                "attractiveness_corrected": None, "ci_low": None, "ci_high": None,
+                                "add_to_carts": r["add_to_carts"], "orders": r["orders"],
+                                "revenue": r["revenue"]}
+                               for r in q.funnel(con, "product_id")]
     return out
 
 
