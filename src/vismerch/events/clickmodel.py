@@ -292,10 +292,12 @@ def _examination_share_var(prod, n, p, cell_row, cell_col, n_products: int, free
             ib = pos[fb]
             mm = m & (ib >= 0)
             np.add.at(I_tt, (ia[mm], ib[mm]), w[mm])
-    G = I_at / np.maximum(I_aa, _EPS)[:, None]  # d log alpha_i / d t, alpha profiled out
-    S = I_tt - I_at.T @ G
-    V = np.linalg.pinv(S, hermitian=True)
-    return np.einsum("ij,jk,ik->i", G, V, G)
+    seen = I_aa > 0
+    G = I_at[seen] / I_aa[seen, None]  # d log alpha_i / d t, alpha profiled out
+    V = np.linalg.pinv(I_tt - I_at[seen].T @ G, hermitian=True)
+    out = np.zeros(n_products)
+    out[seen] = ((G @ V) * G).sum(1)
+    return out
 
 
 def fit_click_model(counts: CellCounts, category, *, level: float = 0.95, max_iter: int = 300,
