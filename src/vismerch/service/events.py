@@ -177,6 +177,8 @@ def _slots(fit: Any) -> list[dict[str, Any]]:
 def _pins(ws: Workspace, collection: str, fit: Any, ids: list[str]) -> list[dict[str, Any]]:
     from vismerch.service.rules import rules_for_collection
 
+    if not _collection_exists(ws, collection):  # a list id from an import, not a collection here
+        return []
     index = {pid: i for i, pid in enumerate(ids)}
     out = []
     for rule in rules_for_collection(ws, collection):
