@@ -22,6 +22,11 @@ def visitor_salt(store: Store) -> str:
     return salt
 
 
+def existing_salt(store: Store) -> str | None:
+    """The salt if one was made (a read: the storefront never creates it)."""
+    return store.get_meta(_SALT_KEY)
+
+
 def product_ids(store: Store) -> list[str]:
     """Every product id, ingested or failed (events may name either)."""
     return [pid for (pid,) in store.db.execute("SELECT id FROM products")]

@@ -46,3 +46,16 @@ def grid_etag_only(store: Store, collection: str) -> str | None:
     """The ETag alone, for an ``If-None-Match`` answered without reading the ids."""
     row = store.db.execute("SELECT etag FROM published_grids WHERE collection = ?", (collection,)).fetchone()
     return None if row is None else row[0]
+
+
+def version_grid(store: Store, version_id: int) -> dict[str, Any] | None:
+    """A saved version in the published grid's form (``read_grid``'s keys), for an experiment's
+    variant: ids by position, which have a thumbnail, an ETag that changes with its revision."""
+    row = store.db.execute("SELECT collection, name, items, revision FROM arrangement_versions WHERE id = ?",
+                           (version_id,)).fetchone()
+    if row is None:
+        return None
+    ids = [item[0] for item in json.loads(row["items"])]
+    return {"collection": row["collection"], "version_id": version_id, "version_name": row["name"],
+            "etag": grid_etag(version_id, [*ids, f"r{row['revision']}"]), "ids": ids,
+            "thumbs": [store.has_thumbnail(pid) for pid in ids], "published_at": None}

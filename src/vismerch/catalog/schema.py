@@ -255,6 +255,26 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX thumbs_pack ON thumbs(pack);
     """,
+    # 10: A/B experiments of a collection's versions (catalog/experiments_store.py); at most
+    #     one running per collection
+    """
+    CREATE TABLE experiments (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        collection TEXT NOT NULL,
+        name TEXT NOT NULL,
+        variants TEXT NOT NULL,            -- JSON [{name, version, version_id, weight}], control first
+        holdout REAL NOT NULL DEFAULT 0,   -- share of visitors kept on the live version, not counted
+        metric TEXT NOT NULL,
+        guardrails TEXT NOT NULL DEFAULT '[]',
+        min_lift REAL NOT NULL,
+        plan TEXT,                         -- JSON: sample size and duration planned at creation
+        status TEXT NOT NULL,              -- running | stopped | promoted
+        starts_at TEXT NOT NULL, ends_at TEXT,
+        created_at TEXT NOT NULL, created_by TEXT,
+        ended_at TEXT, ended_by TEXT, winner TEXT
+    );
+    CREATE UNIQUE INDEX experiments_one_running ON experiments(collection) WHERE status = 'running';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

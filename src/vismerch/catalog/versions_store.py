@@ -51,6 +51,12 @@ def version_row(store: Store, collection: str, name: str) -> dict[str, Any] | No
     return None if row is None else _decode(row)
 
 
+def collections_with_version(store: Store, name: str) -> list[str]:
+    """The collections that have a version called ``name``."""
+    return [c for (c,) in store.db.execute(
+        "SELECT collection FROM arrangement_versions WHERE name = ? ORDER BY collection", (name,))]
+
+
 def version_by_id(store: Store, version_id: int) -> dict[str, Any]:
     row = store.db.execute(f"SELECT {_COLUMNS} FROM arrangement_versions WHERE id = ?",
                            (version_id,)).fetchone()

@@ -57,6 +57,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "vismerch.cli.serve",
     "vismerch.cli.keys",
     "vismerch.cli.events",
+    "vismerch.cli.experiments",
 )
 
 

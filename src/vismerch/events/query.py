@@ -142,3 +142,26 @@ def product_outcomes(con: duckdb.DuckDBPyConnection) -> pa.Table:
         FROM events WHERE type IN ('add_to_cart', 'purchase')
         GROUP BY product_id
     """).to_arrow_table()
+
+
+def visitor_outcomes(con: duckdb.DuckDBPyConnection, experiment: str | None = None,
+                     until: datetime | None = None) -> pa.Table:
+    """One row per visitor: impressions, clicks, orders, revenue, first seen, and the variant
+    the storefront labelled the events with; only ``experiment``'s events when given, only
+    before ``until`` when given (a cumulative view at that time)."""
+    where, args = ["TRUE"], []
+    if experiment is not None:
+        where.append("experiment = ?")
+        args.append(experiment)
+    if until is not None:
+        where.append("ts < ?")
+        args.append(until)
+    return con.sql(f"""
+        SELECT visitor,
+               COUNT(*) FILTER (WHERE type = 'impression') AS impressions,
+               COUNT(*) FILTER (WHERE type = 'click') AS clicks,
+               COUNT(*) FILTER (WHERE type = 'purchase') AS orders,
+               COALESCE(SUM(revenue) FILTER (WHERE type = 'purchase'), 0.0) AS revenue,
+               MIN(ts) AS first_seen, ANY_VALUE(variant) AS labelled
+        FROM events WHERE {" AND ".join(where)} GROUP BY visitor ORDER BY visitor
+    """, params=args).to_arrow_table()

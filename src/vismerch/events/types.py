@@ -144,6 +144,14 @@ def parse_ts(value: Any, now: datetime, future_slack_s: float) -> datetime:
     return ts
 
 
+def _experiment(raw: dict) -> str | None:
+    """The storefront answer's experiment id: an integer, or the same as text."""
+    value = raw.get("experiment")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return str(value)
+    return _text(raw, "experiment", required=False, limit=32)
+
+
 def _money(raw: dict, kind: type[EventKind]) -> tuple[int | None, float | None, str | None]:
     quantity = _int(raw, "quantity", 1, MAX_QUANTITY)
     if kind.needs_quantity and quantity is None:
@@ -188,7 +196,7 @@ def check(raw: Any, *, now: datetime, future_slack_s: float, known_product: Any)
         "position": _int(raw, "position", 1, MAX_POSITION),
         "columns": _int(raw, "columns", 1, MAX_COLUMNS),
         "product_id": product_id, "quantity": quantity, "revenue": revenue, "currency": currency,
-        "experiment": _text(raw, "experiment", required=False),
+        "experiment": _experiment(raw),
         "variant": _text(raw, "variant", required=False),
     }
 

@@ -28,7 +28,7 @@ from vismerch.serve.sessions import WRITE_METHODS
 
 API_PREFIX = "/api/v1"
 ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin",
-                 "versions", "collections", "rules", "jobs", "plan", "events")
+                 "versions", "collections", "rules", "jobs", "plan", "events", "experiments")
 _AUDIT_BODY_BYTES = 4096  # the start of a JSON write body is kept in the audit row
 
 

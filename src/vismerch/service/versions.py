@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from vismerch.catalog import experiments_store as xstore
 from vismerch.catalog import versions_store as vstore
 from vismerch.catalog.grids import grid_etag_only
 from vismerch.errors import Conflict, InvalidInput, NotFound, Stale
@@ -229,6 +230,9 @@ def edit_draft(ws: Workspace, collection: str, name: str, ids: Sequence[str], *,
     if name == PUBLISHED:
         raise InvalidInput("name", "the published version cannot be edited; edit a draft")
     row = _row(ws, collection, name)
+    if row["id"] in xstore.running_versions(ws.store, collection):
+        raise Conflict(f"{name} is a variant of a running experiment and cannot change",
+                       hint="stop or promote the experiment first, or edit a copy saved under a new name")
     revision = _expected_version(row, expect, "your edit was not saved")
     if not ids or len(ids) > MAX_IDS:
         raise InvalidInput("ids", f"ids lists {len(ids)} products; a version holds 1 to {MAX_IDS}")

@@ -38,7 +38,7 @@ class EventIn(BaseModel):
     quantity: int | None = Field(None, ge=1, description="add_to_cart, purchase (default 1)")
     revenue: float | None = Field(None, ge=0, description="purchase: required")
     currency: str | None = Field(None, description="purchase: ISO 4217, required")
-    experiment: str | None = None
+    experiment: int | str | None = Field(None, description="The storefront answer's experiment id")
     variant: str | None = None
 
 

@@ -20,7 +20,10 @@ import anyio.to_thread
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from pydantic import BaseModel
 
-from vismerch.catalog.grids import grid_etag_only, read_grid
+from vismerch.catalog import event_meta, experiments_store
+from vismerch.catalog.grids import grid_etag_only, read_grid, version_grid
+from vismerch.events.intake import hash_visitor
+from vismerch.experiments.assign import HOLDOUT, assign, in_window
 from vismerch.serve.auth import require
 from vismerch.serve.errors import ApiError
 from vismerch.serve.routes.common import etag_matches, page_limit, quoted, store
@@ -29,6 +32,7 @@ router = APIRouter(tags=["storefront"])
 # published grids are what a public storefront shows anyway; a minute of caching, then
 # revalidation with the ETag (a 304 costs one indexed query)
 CACHE_CONTROL = "public, max-age=60, must-revalidate"
+PRIVATE_CACHE = "private, max-age=60, must-revalidate"
 _CACHE_PAGES = 2048
 
 
@@ -44,6 +48,8 @@ class StorefrontPage(BaseModel):
     collection: str
     version: str
     version_id: int  # send it with the page's shopper events (POST /api/v1/events)
+    experiment: int | None = None  # the running experiment the visitor is in (send it with events)
+    variant: str | None = None  # that experiment's variant the visitor sees ("holdout": the live one)
     columns: int
     offset: int
     limit: int
@@ -74,10 +80,14 @@ class _Pages:
 
 def setup(app) -> None:
     app.state.storefront_pages = _Pages(_CACHE_PAGES)
+    app.state.storefront_salt = None  # the store's visitor salt, read once (it never changes)
 
 
-def _render(request: Request, collection: str, columns: int, offset: int, limit: int) -> tuple[bytes, str]:
-    grid = read_grid(store(request), collection)
+def _render(request: Request, collection: str, columns: int, offset: int, limit: int,
+            version_id: int | None = None, experiment: tuple[int, str] | None = None) -> tuple[bytes, str]:
+    """A page of the published grid, or of version ``version_id`` (an experiment's variant)."""
+    grid = read_grid(store(request), collection) if version_id is None else version_grid(store(request),
+                                                                                          version_id)
     if grid is None:  # unpublished between the two queries
         raise ApiError(404, "not_found", f"collection {collection!r} has no published arrangement")
     ids, thumbs = grid["ids"], grid["thumbs"]
@@ -86,9 +96,11 @@ def _render(request: Request, collection: str, columns: int, offset: int, limit:
               "thumbnail": f"{prefix}{quote(pid, safe='')}/thumbnail" if thumbs[k] else None}
              for k, pid in enumerate(ids[offset:offset + limit], start=offset)]
     page = {"collection": collection, "version": grid["version_name"], "version_id": grid["version_id"],
-            "columns": columns,
+            "experiment": experiment[0] if experiment else None,
+            "variant": experiment[1] if experiment else None, "columns": columns,
             "offset": offset, "limit": limit, "total": len(ids), "items": items}
-    tag = hashlib.sha256(json.dumps([grid["etag"], columns, offset, limit]).encode()).hexdigest()[:20]
+    tag = hashlib.sha256(json.dumps([grid["etag"], columns, offset, limit, experiment]).encode()
+                         ).hexdigest()[:20]
     return json.dumps(page, separators=(",", ":")).encode(), tag
 
 
@@ -101,6 +113,10 @@ async def storefront_page(
     columns: Annotated[int, Query(ge=1, le=12, description="Grid width the storefront shows")] = 4,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000, description="Capped at serve_page_limit")] = 48,
+    visitor: Annotated[str | None, Query(min_length=1, max_length=200, description=(
+        "The shopper's opaque id (or the X-Visitor-Id header): puts them in the collection's "
+        "running experiment, the same variant on every page"))] = None,
+    x_visitor_id: Annotated[str | None, Header(max_length=200)] = None,
     if_none_match: Annotated[str | None, Header()] = None,
     _: object = Depends(require("storefront")),
 ) -> Response:
@@ -114,13 +130,43 @@ async def storefront_page(
                        field="collection",
                        hint=f"publish a version first: POST /api/v1/collections/{collection}/publish")
     pages: _Pages = request.app.state.storefront_pages
-    key = (collection, published, columns, offset, limit)
+    arm = _experiment_arm(request, collection, visitor or x_visitor_id)
+    key = (collection, published, columns, offset, limit, arm)
     hit = pages.get(key)
     if hit is None:
-        hit = await anyio.to_thread.run_sync(_render, request, collection, columns, offset, limit)
+        version_id, experiment = (None, None) if arm is None else (arm[2], arm[:2])
+        hit = await anyio.to_thread.run_sync(_render, request, collection, columns, offset, limit,
+                                             version_id, experiment)
         pages.put(key, hit)
     payload, tag = hit
-    headers = {"ETag": quoted(tag), "Cache-Control": CACHE_CONTROL}
+    # a visitor's own variant: no shared cache may hand it to another shopper
+    headers = {"ETag": quoted(tag), "Cache-Control": CACHE_CONTROL if arm is None else PRIVATE_CACHE}
+    if arm is not None and x_visitor_id and not visitor:
+        headers["Vary"] = "X-Visitor-Id"
     if etag_matches(if_none_match, tag):
         return Response(status_code=304, headers=headers)
     return Response(payload, media_type="application/json", headers=headers)
+
+
+def _experiment_arm(request: Request, collection: str,
+                    visitor: str | None) -> tuple[int, str, int | None] | None:
+    """(experiment id, variant name, version id to serve; None = the published one) for a
+    visitor of a collection with a running experiment; None without either."""
+    if not visitor:
+        return None
+    exp = experiments_store.running(store(request), collection)  # one indexed read
+    if exp is None or not in_window(exp):
+        return None
+    salt = request.app.state.storefront_salt or _salt(request)
+    if salt is None:
+        return None
+    variant = assign(exp, hash_visitor(salt, visitor))
+    if variant is None:
+        return (exp["id"], HOLDOUT, None)
+    return (exp["id"], variant["name"], int(variant["version_id"]))
+
+
+def _salt(request: Request) -> str | None:
+    salt = event_meta.existing_salt(store(request))
+    request.app.state.storefront_salt = salt
+    return salt
