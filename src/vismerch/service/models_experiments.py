@@ -35,10 +35,12 @@ class Experiment(BaseModel):
 
 class ExperimentIn(BaseModel):
     collection: str = Field(min_length=1, max_length=200)
-    variants: list[str] = Field(min_length=2, max_length=8, description="Version names; the first is the control")
+    variants: list[str] = Field(min_length=2, max_length=8,
+                                description="Version names; the first is the control")
     split: list[float] | None = Field(None, description="Percent per variant, summing to 100 (default even)")
     holdout: float = Field(0.0, ge=0, lt=0.5, description="Share kept on the live version, not counted")
-    metric: str = Field("revenue_per_visitor", description="revenue_per_visitor | conversion_per_visitor | ctr")
+    metric: str = Field("revenue_per_visitor",
+                        description="revenue_per_visitor | conversion_per_visitor | ctr")
     guardrails: list[str] = Field(default_factory=list, max_length=4)
     min_lift: float = Field(0.05, gt=0, le=1, description="Relative lift to detect (0.05 = +5%)")
     starts_at: str | None = Field(None, max_length=40, description="RFC 3339; default now")
