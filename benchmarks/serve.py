@@ -3,6 +3,9 @@ the same server answering a constant JSON of the same size (the floor)?
 
 Question (issue 9): on a 10,000-product store, with N = 1, 8, 32 concurrent loopback clients,
 is the storefront endpoint's throughput >= 0.5x the floor's, with p99 < 20 ms at 32 clients?
+And (issue 27) does serving the visitors of a running experiment (`?visitor=`, 1,000 distinct
+visitors, a two-version experiment on the same collection) stay within 10% of the plain
+storefront's throughput and CPU per request (`ratios.experiment_x_storefront`)?
 
 What runs: a 10,000-product store is built once under benchmarks/out/ (tiny generated
 images, ingested by the real pipeline; reused when present), one category is arranged and
@@ -111,6 +114,22 @@ def build_store(n: int, workers: int) -> tuple[Path, str]:
     return store_path, collection
 
 
+def start_experiment(store_path: Path, collection: str) -> int:
+    """A running experiment on ``collection``: its published version against a second one."""
+    from vismerch.service import experiments, versions
+    from vismerch.service.workspace import Workspace
+
+    with Workspace.open(store_path) as ws:
+        running = [e for e in experiments.list_experiments(ws, collection) if e.status == "running"]
+        if running:
+            return running[0].id
+        live = versions.published_version(ws, collection).name
+        names = {v.name for v in versions.list_versions(ws, collection).versions}
+        if "bench-b" not in names:
+            versions.save_draft(ws, collection, "bench-b", mode="flow")
+        return experiments.create_experiment(ws, collection, [live, "bench-b"]).id
+
+
 # ------------------------------------------------------------------------------ server
 def serve(store: str, port: int, floor_bytes: int) -> None:
     """What `vismerch serve STORE` runs, plus the benchmark's floor route."""
@@ -177,7 +196,9 @@ def _client_proc(port: int, path: str, headers: dict, threads: int, seconds: flo
         end = started + seconds
         while time.perf_counter() < end and len(mine) < max_requests:
             t0 = time.perf_counter()
-            conn.request("GET", path, headers=headers)
+            # "{n}": 1,000 visitors, each client thread walking through them
+            url = path.replace("{n}", str((k * 7919 + len(mine)) % 1000)) if "{n}" in path else path
+            conn.request("GET", url, headers=headers)
             resp = conn.getresponse()
             resp.read()
             mine.append(time.perf_counter() - t0)
@@ -267,6 +288,7 @@ def main() -> None:
     from vismerch.catalog.store import Store
 
     store_path, collection = build_store(args.products, args.ingest_workers)
+    experiment = start_experiment(store_path, collection)
     store = Store.open(store_path)
     try:
         storefront_key = access.create_key(store, "storefront", name="bench")[0]
@@ -302,6 +324,9 @@ def main() -> None:
         targets = {
             "floor": ("/bench/floor", {}),
             "storefront": (sf_path, {"Authorization": f"Bearer {storefront_key}"}),
+            # the same page for 1,000 visitors of a running two-version experiment
+            "storefront_experiment": (sf_path + "&visitor=shopper-{n}",
+                                      {"Authorization": f"Bearer {storefront_key}"}),
             "search_colour": (search_path, {"Authorization": f"Bearer {viewer_key}"}),
         }
         for path, headers in targets.values():  # warm caches, connections and the thread pool
@@ -326,19 +351,26 @@ def main() -> None:
         server.terminate()
         server.wait()
     ratios = {}
-    for name in ("storefront", "search_colour"):
+    for name in ("storefront", "storefront_experiment", "search_colour"):
         pairs = zip(results["endpoints"][name], results["endpoints"]["floor"], strict=True)
         ratios[name] = [{"clients": a["clients"], "x_floor": round(a["rps"] / f["rps"], 3),
                          "cpu_x_floor": _ratio(f["server_cpu_us_per_request"],
                                                a["server_cpu_us_per_request"])}
                         for a, f in pairs]
     sf32 = next((r for r in results["endpoints"]["storefront"] if r["clients"] == max(clients)), None)
+    # issue 27: serving visitors of an experiment within 10% of the plain storefront
+    ratios["experiment_x_storefront"] = [
+        {"clients": e["clients"], "rps": round(e["rps"] / s["rps"], 3),
+         "cpu": _ratio(s["server_cpu_us_per_request"], e["server_cpu_us_per_request"])}
+        for e, s in zip(results["endpoints"]["storefront_experiment"], results["endpoints"]["storefront"],
+                        strict=True)]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=HERE).stdout.strip()
     results.update({
         "schema": "vismerch.bench/1", "benchmark": "serve",
         "date": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit,
         "products": args.products, "collection": collection, "seconds_per_run": args.seconds,
+        "experiment": experiment,
         "rounds": args.rounds,
         "page_bytes": len(page), "floor_bytes": len(page), "search_bytes": search_bytes,
         "cpus": os.cpu_count(), "ratios": ratios,
