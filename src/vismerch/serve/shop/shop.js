@@ -2,6 +2,8 @@
 // published grid page by page through GET /api/v1/storefront/collections/C and reports what
 // the shopper does with vismerch-events.js (impressions as tiles come into view, a click when
 // a product is opened, add-to-cart). The key is a storefront key: public and read-only.
+// The request names the snippet's visitor id, so a running A/B experiment serves this
+// visitor their own variant; every event then carries the answer's experiment and variant.
 
 import { createTracker } from "./vismerch-events.js";
 
@@ -60,8 +62,14 @@ async function showImage(img, url) {
 
 const tracker = createTracker({ key, flushMs: 1000 });
 
-function slotOf(item, versionId) {
-  return { collection, version_id: versionId, position: item.position, columns, product_id: item.id };
+// served: what the storefront answer says this visitor sees (version, experiment, variant)
+function slotOf(item, served) {
+  const slot = { collection, version_id: served.version_id, position: item.position, columns, product_id: item.id };
+  if (served.experiment !== null && served.experiment !== undefined) {
+    slot.experiment = served.experiment;
+    slot.variant = served.variant;
+  }
+  return slot;
 }
 
 function addToCart(slot) {
@@ -70,8 +78,8 @@ function addToCart(slot) {
   $("cart").textContent = `Cart: ${cart}`;
 }
 
-function tile(item, versionId) {
-  const slot = slotOf(item, versionId);
+function tile(item, served) {
+  const slot = slotOf(item, served);
   const img = el("img", { alt: item.id, width: "240", height: "240" });
   if (item.thumbnail) { img.dataset.src = item.thumbnail; images.observe(img); }
   const node = el("li", { class: "tile", "data-id": item.id, "data-position": String(item.position) },
@@ -96,14 +104,18 @@ function open(slot, img) {
 
 async function loadPage() {
   more.hidden = true;
-  const res = await api(`/storefront/collections/${encodeURIComponent(collection)}?columns=${columns}&offset=${offset}&limit=${PAGE}`);
+  const visitor = encodeURIComponent(tracker.visitor);
+  const res = await api(`/storefront/collections/${encodeURIComponent(collection)}?columns=${columns}&offset=${offset}&limit=${PAGE}&visitor=${visitor}`);
   const page = await res.json();
   total = page.total;
-  // each page carries the version it was cut from: events say which version the shopper saw
-  for (const item of page.items) grid.append(tile(item, page.version_id));
+  // each page carries the version it was cut from (the visitor's variant during an
+  // experiment): events say which version, experiment and variant the shopper saw
+  for (const item of page.items) grid.append(tile(item, page));
   offset += page.items.length;
   grid.dataset.version = String(page.version_id);
-  note.textContent = `${total} products · version ${page.version}`;
+  grid.dataset.experiment = page.experiment === null || page.experiment === undefined ? "" : String(page.experiment);
+  grid.dataset.variant = page.variant || "";
+  note.textContent = `${total} products · version ${page.version}${page.variant ? ` · experiment ${page.experiment}, variant ${page.variant}` : ""}`;
   more.hidden = !page.items.length || offset >= total;
 }
 
