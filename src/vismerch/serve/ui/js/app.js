@@ -7,6 +7,8 @@ import * as catalog from "./catalog.js";
 import * as collections from "./collections.js";
 import * as editor from "./editor.js";
 import * as analytics from "./analytics.js";
+import * as experiments from "./experiments.js";
+import * as experiment from "./experiment.js";
 import * as review from "./review.js";
 import * as ingest from "./ingest.js";
 import * as plan from "./plan.js";
@@ -16,6 +18,7 @@ const PAGES = [
   { path: "catalog", label: "Catalog", module: catalog, role: "viewer" },
   { path: "collections", label: "Collections", module: collections, role: "viewer" },
   { path: "review", label: "Review", module: review, role: "viewer" },
+  { path: "experiments", label: "Experiments", module: experiments, role: "viewer" },
   { path: "ingest", label: "Ingest", module: ingest, role: "admin" },
   { path: "plan", label: "Plan", module: plan, role: "viewer" },
 ];
@@ -105,7 +108,10 @@ async function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
   let page = PAGES.find((p) => p.path === parts[0]) || PAGES[0];
   let module = page.module;
-  if (page.path === "collections" && parts[1]) module = parts[2] === "analytics" ? analytics : editor;
+  if (page.path === "collections" && parts[1]) {
+    module = { analytics, experiments }[parts[2]] || editor;
+  }
+  if (page.path === "experiments" && parts[1]) module = experiment;
   for (const a of nav.querySelectorAll("a")) a.classList.toggle("active", a.dataset.page === page.path);
   clear(main);
   if (!can(page.role)) {

@@ -74,7 +74,8 @@ export async function render(main, ctx, [id]) {
   main.append(h("div", { class: "page editor" },
     h("div", { class: "head" }, h("h1", {}, h("a", { href: "#/collections" }, "Collections"), " / ", h("span", { id: "collection-id" }, id)),
       viewSel, widthSwitch, modeSel, overlaySel, periodSel,
-      h("a", { href: `#/collections/${enc(id)}/analytics`, id: "analytics-link" }, "Analytics"), summary),
+      h("a", { href: `#/collections/${enc(id)}/analytics`, id: "analytics-link" }, "Analytics"),
+      h("a", { href: `#/collections/${enc(id)}/experiments`, id: "experiments-link" }, "Experiments"), summary),
     toolbar,
     h("div", { class: "split" }, h("div", { class: "grid-col" }, grid, storefront, more), side)));
 
