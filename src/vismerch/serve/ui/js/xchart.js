@@ -41,8 +41,11 @@ function axes(svg, points, lo, hi, yOf, step, format) {
   const every = Math.ceil(points.length / 8); // at most 8 date labels
   points.forEach((p, i) => {
     if (i % every) return;
+    const day = String(p.until).slice(5, 10);
+    // the last point ends now, often on the same date as the one before: then its time
+    const same = i && String(points[i - 1].until).slice(5, 10) === day;
     svg.append(s("text", { x: LEFT + i * step + step / 2, y: HEIGHT - BOTTOM + 16, "text-anchor": "middle", class: "plot-label" },
-      String(p.until).slice(5, 10)));
+      same ? String(p.until).slice(11, 16) : day));
   });
 }
 
