@@ -54,13 +54,15 @@ def _two_versions(server, keys, collection: str, prefix: str) -> dict[str, dict]
         else:
             order = out[f"{prefix}-a"]["order"][::-1]
             status, _, saved = api(server, "PUT", f"/collections/{collection}/versions/{name}",
-                                   keys["merchandiser"], {"ids": order}, headers={"If-Match": headers["etag"]})
+                                   keys["merchandiser"], {"ids": order},
+                                   headers={"If-Match": headers["etag"]})
             assert status == 200, saved
             out[name]["order"] = order
     return out
 
 
-def _visitors_by_variant(server, keys, collection: str, want: dict[str, int], prefix: str) -> dict[str, list[str]]:
+def _visitors_by_variant(server, keys, collection: str, want: dict[str, int],
+                         prefix: str) -> dict[str, list[str]]:
     """Visitor ids whose (sticky, hashed) variant the storefront reports, ``want[v]`` of each."""
     found: dict[str, list[str]] = {v: [] for v in want}
     for i in range(400):
@@ -106,7 +108,8 @@ def _start_in_the_workbench(page, collection: str) -> int:
     page.goto(f"/ui/#/collections/{collection}/experiments")
     page.wait_for_selector("#x-create")
     # no traffic yet: the form says the sample cannot be estimated, and still lets it start
-    page.wait_for_function("() => !document.querySelector('#plan-estimate').textContent.startsWith('Estimating')")
+    page.wait_for_function("() => !document.querySelector('#plan-estimate')"
+                           ".textContent.startsWith('Estimating')")
     assert "Too little recent traffic" in page.text_content("#plan-estimate")
     assert page.is_checked("#xv-ab-a") and page.is_checked("#xv-ab-b")
     assert page.input_value("#x-versions tr[data-version='ab-a'] .share") == "50"
@@ -119,6 +122,28 @@ def _start_in_the_workbench(page, collection: str) -> int:
     return int(page.url.rsplit("/", 1)[1])
 
 
+def _shop_as(browser, server, keys, collection: str, visitor: str, expect: tuple[int, str, dict]) -> None:
+    """One shopper (own context) sees variant ``expect`` on every reload, opens the first
+    product, and every event sent says so."""
+    exp_id, variant, version = expect
+    context, shop = _shopper(browser, server, visitor)
+    try:
+        first = _open_shop(shop, collection, keys["storefront"])
+        assert first == (version["order"], str(version["id"]), variant)
+        for _ in range(2):  # sticky: the same variant on every reload
+            shop.reload()
+            assert _open_shop(shop, collection, keys["storefront"]) == first
+        shop.locator("#grid .tile .open").first.click()
+        shop.wait_for_selector("#product[open]")
+        shop.wait_for_function("() => (sessionStorage.getItem('vismerch.pending') || '[]') === '[]'")
+        mine = [e for e in shop.sent if e["collection"] == collection]
+        assert {e["type"] for e in mine} == {"impression", "click"}
+        assert {(e["experiment"], e["variant"], e["version_id"], e["visitor"]) for e in mine} == {
+            (exp_id, variant, version["id"], visitor)}
+    finally:
+        context.close()
+
+
 def test_two_shoppers_see_their_own_variant_and_promoting_changes_what_a_new_one_sees(
         page, browser, store, server):
     _, keys, _ = store
@@ -128,32 +153,14 @@ def test_two_shoppers_see_their_own_variant_and_promoting_changes_what_a_new_one
     sign_in(page, keys["publisher"])
     exp_id = _start_in_the_workbench(page, collection)
     status, _, exp = api(server, "GET", f"/experiments/{exp_id}", keys["viewer"])
-    assert status == 200 and exp["status"] == "running" and [v["name"] for v in exp["variants"]] == ["ab-a", "ab-b"]
+    assert status == 200 and exp["status"] == "running"
+    assert [v["name"] for v in exp["variants"]] == ["ab-a", "ab-b"]
     assert exp["metric"] == "ctr" and exp["guardrails"] == ["conversion_per_visitor"]
 
     who = {v: ids[0] for v, ids in _visitors_by_variant(server, keys, collection, {"ab-a": 1, "ab-b": 1},
                                                          f"shopper-{uuid.uuid4().hex[:6]}").items()}
-    clicked = {}
     for variant, visitor in who.items():
-        context, shop = _shopper(browser, server, visitor)
-        try:
-            first = _open_shop(shop, collection, keys["storefront"])
-            assert first == (versions[variant]["order"], str(versions[variant]["id"]), variant)
-            for _ in range(2):  # sticky: the same variant on every reload
-                shop.reload()
-                assert _open_shop(shop, collection, keys["storefront"]) == first
-            tile = shop.locator("#grid .tile").first
-            clicked[variant] = tile.get_attribute("data-id")
-            tile.locator(".open").click()
-            shop.wait_for_selector("#product[open]")
-            shop.wait_for_function("() => !sessionStorage.getItem('vismerch.pending') "
-                                   "|| sessionStorage.getItem('vismerch.pending') === '[]'")
-            mine = [e for e in shop.sent if e["collection"] == collection]
-            assert mine and {(e["experiment"], e["variant"], e["version_id"]) for e in mine} == {
-                (exp_id, variant, versions[variant]["id"])}
-            assert {e["visitor"] for e in mine} == {visitor}
-        finally:
-            context.close()
+        _shop_as(browser, server, keys, collection, visitor, (exp_id, variant, versions[variant]))
 
     # the events landed in each shopper's variant: one visitor each, one click each, none mislabelled
     deadline = time.monotonic() + WAIT_S
@@ -203,8 +210,9 @@ def _events(collection: str, visitors: dict[str, list[str]], variant_versions: d
         for k, vid in enumerate(ids):
             ts = (now - timedelta(days=k % 3, minutes=5 + k)).isoformat()
             for pos, pid in enumerate(products[:4], start=1):
-                base = {"ts": ts, "visitor": vid, "collection": collection, "version_id": variant_versions[variant],
-                        "position": pos, "columns": 4, "product_id": pid, "experiment": exp_id, "variant": variant}
+                base = {"ts": ts, "visitor": vid, "collection": collection,
+                        "version_id": variant_versions[variant], "position": pos, "columns": 4,
+                        "product_id": pid, "experiment": exp_id, "variant": variant}
                 events.append({**base, "event_id": str(uuid.uuid4()), "type": "impression"})
                 if rng.random() < (0.25 if variant.endswith("-a") else 0.35):
                     events.append({**base, "event_id": str(uuid.uuid4()), "type": "click"})
@@ -231,7 +239,8 @@ def test_the_experiment_page_shows_the_chart_the_table_and_a_sample_ratio_mismat
     assert res["srm"]["flagged"] and res["status"] == "sample_ratio_mismatch", res["srm"]
 
     sign_in(page, keys["merchandiser"])
-    page.goto(f"/ui/#/experiments/{exp['id']}")
+    page.click("#nav a[data-page=experiments]")  # every collection's experiments
+    page.click(f"#experiments-table tr[data-id='{exp['id']}'] a.watch")
     page.wait_for_selector("#x-table tbody tr")
     warning = page.locator("#srm-warning")
     assert warning.is_visible() and warning.get_attribute("role") == "alert"
@@ -239,7 +248,7 @@ def test_the_experiment_page_shows_the_chart_the_table_and_a_sample_ratio_mismat
     assert page.text_content("#x-verdict").startswith("Sample ratio mismatch")
     rows = page.locator("#x-table tbody tr")
     assert rows.count() == 2
-    assert rows.nth(0).locator("td.n").text_content() == "40" and rows.nth(1).locator("td.n").text_content() == "12"
+    assert [rows.nth(i).locator("td.n").text_content() for i in (0, 1)] == ["40", "12"]
     assert rows.nth(1).locator("td.lift").text_content().endswith("%")
     assert page.locator("#x-guardrail-conversion_per_visitor tbody tr").count() == 2
     chart = page.locator("#x-timeline")

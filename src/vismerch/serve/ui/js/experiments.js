@@ -80,6 +80,46 @@ function versionRows(versions, onChange) {
   });
 }
 
+// the form's settings besides the versions; onChange: a setting the plan depends on moved
+function settings(onChange) {
+  const f = {
+    metric: h("select", { id: "x-metric", on: { change: onChange } }, METRICS.map(([k, label]) => h("option", { value: k }, label))),
+    guards: METRICS.map(([k]) => h("input", { type: "checkbox", value: k, class: "x-guardrail" })),
+    lift: h("input", { id: "x-lift", type: "number", min: "0.1", max: "100", step: "0.1", value: "5", on: { input: onChange } }),
+    holdout: h("input", { id: "x-holdout", type: "number", min: "0", max: "49", step: "1", value: "0", on: { input: onChange } }),
+    name: h("input", { id: "x-name", maxLength: 200, placeholder: "optional", autocomplete: "off" }),
+  };
+  f.nodes = [h("div", { class: "grid-form" },
+    h("label", {}, "Primary metric", f.metric),
+    h("label", {}, "Minimum lift to detect (%)", f.lift),
+    h("label", {}, "Holdout: visitors kept on the live version (%)", f.holdout),
+    h("label", {}, "Name", f.name)),
+  h("fieldset", { class: "guardrails" }, h("legend", {}, "Guardrails: flag a variant that makes these worse"),
+    f.guards.map((c, i) => h("label", { class: "check" }, c, METRICS[i][1])))];
+  return f;
+}
+
+// the plan estimate, asked again (debounced) whenever the choice changes
+function planner(ctx, collection, estimate, chosen, f) {
+  let timer = null;
+  let asked = 0;
+  return () => {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      const mine = ++asked; // a slow answer to an older question must not overwrite a newer one
+      const n = chosen().length;
+      if (n < 2) { estimate.textContent = "Choose two or more versions."; return; }
+      try {
+        const res = await get("/experiments/plan", { collection, metric: f.metric.value, variants: n,
+          min_lift: Number(f.lift.value) / 100, holdout: Number(f.holdout.value) / 100 });
+        if (mine === asked) showPlan(estimate, res, metricLabel(f.metric.value));
+      } catch (e) {
+        if (mine === asked) estimate.textContent = ctx.explain(e);
+      }
+    }, 250);
+  };
+}
+
 async function createForm(ctx, collection) {
   const versions = await get(`/collections/${enc(collection)}/versions`);
   const box = h("section", { class: "card create-experiment", "aria-labelledby": "x-create-title" },
@@ -92,57 +132,23 @@ async function createForm(ctx, collection) {
   }
   const estimate = h("p", { id: "plan-estimate", class: "estimate", "aria-live": "polite" }, "Estimating…");
   const error = h("p", { class: "error", id: "x-error", role: "alert" });
-  const rows = versionRows(versions, (reshare) => { if (reshare) evenSplit(); refreshPlan(); });
-  const metric = h("select", { id: "x-metric", on: { change: () => refreshPlan() } },
-    METRICS.map(([k, label]) => h("option", { value: k }, label)));
-  const guards = METRICS.map(([k, label]) => h("label", { class: "check" },
-    h("input", { type: "checkbox", value: k, class: "x-guardrail" }), label));
-  const lift = h("input", { id: "x-lift", type: "number", min: "0.1", max: "100", step: "0.1", value: "5",
-    on: { input: () => refreshPlan() } });
-  const holdout = h("input", { id: "x-holdout", type: "number", min: "0", max: "49", step: "1", value: "0",
-    on: { input: () => refreshPlan() } });
-  const name = h("input", { id: "x-name", maxLength: 200, placeholder: "optional", autocomplete: "off" });
-
-  const chosen = () => {
+  const rows = versionRows(versions, (reshare) => { if (reshare) evenSplit(rows); refreshPlan(); });
+  const f = settings(() => refreshPlan());
+  const chosen = () => { // the control first, as the API wants
     const control = rows.find((r) => r.control.checked && r.include.checked);
     const rest = rows.filter((r) => r.include.checked && r !== control);
     return control ? [control, ...rest] : rest;
   };
-  function evenSplit() {
-    const picked = rows.filter((r) => r.include.checked);
-    for (const r of rows) {
-      r.share.disabled = !r.include.checked;
-      r.share.value = r.include.checked ? String(+(100 / picked.length).toFixed(4)) : "";
-    }
-  }
-
-  let timer = null;
-  let asked = 0;
-  function refreshPlan() {
-    clearTimeout(timer);
-    timer = setTimeout(async () => {
-      const mine = ++asked; // a slow answer to an older question must not overwrite a newer one
-      const n = chosen().length;
-      if (n < 2) { estimate.textContent = "Choose two or more versions."; return; }
-      try {
-        const res = await get("/experiments/plan", { collection, metric: metric.value, variants: n,
-          min_lift: Number(lift.value) / 100, holdout: Number(holdout.value) / 100 });
-        if (mine === asked) showPlan(estimate, res, metricLabel(metric.value));
-      } catch (e) {
-        if (mine === asked) estimate.textContent = ctx.explain(e);
-      }
-    }, 250);
-  }
-
+  const refreshPlan = planner(ctx, collection, estimate, chosen, f);
   const form = h("form", { id: "x-create", on: { submit: async (ev) => {
     ev.preventDefault();
     error.textContent = "";
     const picked = chosen();
     try {
       const made = await post("/experiments", { collection, variants: picked.map((r) => r.name),
-        split: picked.map((r) => Number(r.share.value)), metric: metric.value,
-        guardrails: guards.map((g) => g.firstChild).filter((c) => c.checked).map((c) => c.value),
-        min_lift: Number(lift.value) / 100, holdout: Number(holdout.value) / 100, name: name.value.trim() || null });
+        split: picked.map((r) => Number(r.share.value)), metric: f.metric.value,
+        guardrails: f.guards.filter((c) => c.checked).map((c) => c.value), min_lift: Number(f.lift.value) / 100,
+        holdout: Number(f.holdout.value) / 100, name: f.name.value.trim() || null });
       ctx.toast(`Experiment ${made.id} started`);
       ctx.go(`#/experiments/${made.id}`);
     } catch (e) {
@@ -153,17 +159,19 @@ async function createForm(ctx, collection) {
     h("caption", { class: "muted" }, "Versions to compare (the control is what shoppers see now, usually the live one)"),
     h("thead", {}, h("tr", {}, ["Version", "Control", "Share"].map((t) => h("th", { scope: "col" }, t)))),
     h("tbody", {}, rows.map((r) => r.tr))),
-  h("div", { class: "grid-form" },
-    h("label", {}, "Primary metric", metric),
-    h("label", {}, "Minimum lift to detect (%)", lift),
-    h("label", {}, "Holdout: visitors kept on the live version (%)", holdout),
-    h("label", {}, "Name", name)),
-  h("fieldset", { class: "guardrails" }, h("legend", {}, "Guardrails: flag a variant that makes these worse"), guards),
-  estimate, h("button", { type: "submit", class: "primary", id: "x-start" }, "Start experiment"), error);
+  f.nodes, estimate, h("button", { type: "submit", class: "primary", id: "x-start" }, "Start experiment"), error);
   box.append(form);
-  evenSplit();
+  evenSplit(rows);
   refreshPlan();
   return box;
+}
+
+function evenSplit(rows) {
+  const picked = rows.filter((r) => r.include.checked);
+  for (const r of rows) {
+    r.share.disabled = !r.include.checked;
+    r.share.value = r.include.checked ? String(+(100 / picked.length).toFixed(4)) : "";
+  }
 }
 
 function showPlan(box, res, label) {
