@@ -18,7 +18,7 @@ import duckdb
 import pyarrow as pa
 
 from vismerch.events.importers import FORMATS, ImportOptions, _lit
-from vismerch.events.log import ID_HASH_SQL, EventLog, rows_to_table
+from vismerch.events.log import ID_HASH_SQL, EventLog
 from vismerch.events.types import LOG_SCHEMA, MAX_POSITION, Refusal, check_batch
 from vismerch.events.types import kind_names as kind_names  # re-exported for the API's docs
 
@@ -48,9 +48,11 @@ def take_batch(log: EventLog, events: list[Any], *, salt: str, source: str,
                                    known_product=known_product)
     if not rows:
         return BatchResult(0, 0, refused)
+    hashed: dict[str, str] = {}  # a page's batch is usually one visitor's
     for row in rows:
-        row["visitor"] = hash_visitor(salt, row["visitor"])
-    new = log.append(rows_to_table(rows), source)
+        visitor = row["visitor"]
+        row["visitor"] = hashed.get(visitor) or hashed.setdefault(visitor, hash_visitor(salt, visitor))
+    new = log.append_rows(rows, source)
     added = int(new.sum())
     return BatchResult(added, len(rows) - added, refused)
 

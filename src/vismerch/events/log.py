@@ -75,6 +75,9 @@ class EventLog:
         self.compact_rows = compact_rows
         self._local = threading.local()
         self._compacting = threading.Lock()
+        self._writing = threading.Lock()
+        self._queue_lock = threading.Lock()
+        self._queue: list[_Pending] = []
 
     # -- connections --------------------------------------------------------------------
     def _db(self) -> sqlite3.Connection:
@@ -92,13 +95,15 @@ class EventLog:
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         con = self._db()
-        con.execute("BEGIN IMMEDIATE")
-        try:
-            yield con
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        con.execute("COMMIT")
+        # this process's writers queue here: SQLite's busy handler would make them sleep and poll
+        with self._writing:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
 
     def close(self) -> None:
         con = getattr(self._local, "db", None)
@@ -117,38 +122,73 @@ class EventLog:
         table = _conform(table, source)
         if hashes is None:
             hashes = [id_hash(e) for e in table.column("event_id").to_pylist()]
-        if table.num_rows >= BULK_ROWS:
-            new = self._append_segment(table, hashes, source, presorted)
-        else:
-            new = self._append_inbox(table, hashes)
+        if table.num_rows < BULK_ROWS:
+            return self._append_inbox(table, hashes)
+        new = self._append_segment(table, hashes, source, presorted)
         if new.any():
             self.maybe_compact()
         return new
 
     def _append_inbox(self, table: pa.Table, hashes: list[int]) -> np.ndarray:
-        new = np.zeros(table.num_rows, dtype=bool)
-        rows = table.to_pylist()
-        with self._write() as con:
-            keep = []
-            for i, h in enumerate(hashes):
-                if con.execute("INSERT OR IGNORE INTO seen (h) VALUES (?)", (h,)).rowcount:
-                    new[i] = True
-                    row = rows[i]
-                    row["ts"] = _to_micros(row["ts"])
-                    keep.append(tuple(row[c] for c in COLUMNS))
-            con.executemany(_INSERT, keep)
-        return new
+        return self.append_rows(table.to_pylist(), None, hashes)
+
+    def append_rows(self, rows: list[dict[str, Any]], source: str | None,
+                    hashes: list[int] | None = None) -> np.ndarray:
+        """``append`` for a small batch of row dicts (an API batch: no Arrow round trip);
+        ``source`` None keeps each row's own."""
+        if hashes is None:
+            hashes = [id_hash(r["event_id"]) for r in rows]
+        mine = _Pending(rows, source, hashes)
+        with self._queue_lock:
+            self._queue.append(mine)
+        with self._writing:  # the first thread here commits every batch queued by then
+            if not mine.finished.is_set():
+                self._commit_queued()
+        if mine.error is not None:
+            raise mine.error
+        if mine.new.any():
+            self.maybe_compact()
+        return mine.new
+
+    def _commit_queued(self) -> None:
+        """Group commit: all queued batches in one transaction (one WAL write for many
+        concurrent requests); each batch learns which of its events were new."""
+        with self._queue_lock:
+            batch, self._queue = self._queue, []
+        con = self._db()
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                for item in batch:
+                    item.new = self._claim(con, item.hashes)
+                    con.executemany(_INSERT, [_inbox_row(item.rows[i], item.source)
+                                              for i in np.flatnonzero(item.new).tolist()])
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        except BaseException as exc:  # every batch of the failed transaction fails with it
+            for item in batch:
+                item.error = exc
+        for item in batch:
+            item.finished.set()
+
+    @staticmethod
+    def _claim(con: sqlite3.Connection, hashes: list[int]) -> np.ndarray:
+        """Add ``hashes`` to ``seen`` inside ``con``'s transaction; a mask of the rows whose id
+        is new (a repeat within the batch counts once, its first occurrence)."""
+        h = np.asarray(hashes, np.int64)
+        # one JSON array parsed by SQLite, and RETURNING names the ids not seen before
+        inserted = con.execute(
+            "INSERT INTO seen (h) SELECT DISTINCT value FROM json_each(?) WHERE true ORDER BY value "
+            "ON CONFLICT DO NOTHING RETURNING h", (json.dumps(hashes),)).fetchall()
+        first = np.zeros(len(h), bool)
+        first[np.unique(h, return_index=True)[1]] = True
+        return first & np.isin(h, np.fromiter((x for (x,) in inserted), np.int64, len(inserted)))
 
     def _append_segment(self, table: pa.Table, hashes: list[int], source: str, presorted: bool) -> np.ndarray:
-        h = np.asarray(hashes, np.int64)
         with self._write() as con:
-            # one JSON array parsed by SQLite, and RETURNING names the ids not seen before
-            inserted = con.execute(
-                "INSERT INTO seen (h) SELECT DISTINCT value FROM json_each(?) WHERE true ORDER BY value "
-                "ON CONFLICT DO NOTHING RETURNING h", (json.dumps(hashes),)).fetchall()
-            first = np.zeros(len(h), bool)
-            first[np.unique(h, return_index=True)[1]] = True  # a batch's repeat of an id is a retry too
-            new = first & np.isin(h, np.fromiter((x for (x,) in inserted), np.int64, len(inserted)))
+            new = self._claim(con, hashes)
             if new.any():
                 kept = table if new.all() else table.filter(pa.array(new))
                 self._write_segments(con, kept, source, presorted)
@@ -180,7 +220,10 @@ class EventLog:
 
     def maybe_compact(self) -> int:
         """Compact when the inbox holds ``compact_rows`` events (skipped if another thread is at it)."""
-        (waiting,) = self._db().execute("SELECT COUNT(*) FROM inbox").fetchone()
+        # two index reads (one MIN and MAX in one SELECT would scan the table)
+        lo, hi = self._db().execute(
+            "SELECT (SELECT MIN(seq) FROM inbox), (SELECT MAX(seq) FROM inbox)").fetchone()
+        waiting = 0 if lo is None else hi - lo + 1
         if waiting < self.compact_rows or not self._compacting.acquire(blocking=False):
             return 0
         try:
@@ -225,6 +268,21 @@ class EventLog:
         (inbox,) = con.execute("SELECT COUNT(*) FROM inbox").fetchone()
         (files, stored) = con.execute("SELECT COUNT(*), COALESCE(SUM(n), 0) FROM segments").fetchone()
         return {"events": int(seen), "inbox": int(inbox), "segments": int(files), "in_segments": int(stored)}
+
+
+class _Pending:
+    """One API batch waiting for a group commit."""
+
+    def __init__(self, rows: list[dict[str, Any]], source: str | None, hashes: list[int]):
+        self.rows, self.source, self.hashes = rows, source, hashes
+        self.new = np.zeros(len(rows), bool)
+        self.error: BaseException | None = None
+        self.finished = threading.Event()
+
+
+def _inbox_row(row: dict[str, Any], source: str | None) -> tuple:
+    return tuple(_to_micros(row["ts"]) if c == "ts" else (source if c == "source" and source else row.get(c))
+                 for c in COLUMNS)
 
 
 def _conform(table: pa.Table, source: str) -> pa.Table:
