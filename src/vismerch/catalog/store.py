@@ -227,9 +227,11 @@ class Store:
         rows = self.db.execute("SELECT status, COUNT(*) FROM products GROUP BY status").fetchall()
         return {row[0]: row[1] for row in rows}
 
-    def errors(self) -> list[dict[str, Any]]:
+    def errors(self, after: str | None = None, limit: int = -1) -> list[dict[str, Any]]:
+        """Refused images by product id; ``after``/``limit`` page them (keyset, in SQL)."""
         rows = self.db.execute(
-            "SELECT product_id, image_path, reason, detail FROM errors ORDER BY product_id"
+            "SELECT product_id, image_path, reason, detail FROM errors WHERE product_id > ?"
+            " ORDER BY product_id LIMIT ?", ("" if after is None else after, int(limit))
         ).fetchall()
         return [dict(row) for row in rows]
 

@@ -121,12 +121,16 @@ def validate(rule: Rule) -> None:
         _parse_where(rule.condition)
 
 
-def _parse_where(condition: str, fields: set[str] | None = None) -> None:
-    """A syntax error (with its caret) or an unknown field, as InvalidInput naming ``where``."""
+def _parse_where(condition: str, fields: set[str] | None = None,
+                 samples: Sequence[Mapping[str, Any]] = ()) -> None:
+    """A syntax error (with its caret), an unknown field, or an evaluation that fails on a
+    sample record, as InvalidInput naming ``where``."""
     try:
         expr = parse(condition)
         if fields is not None:
             expr.check_fields(fields)
+        for record in samples:
+            expr.probe(record)
     except InvalidInput:
         raise
     except UsageError as exc:
@@ -150,7 +154,8 @@ def _check_against_store(store: Any, rule: Rule) -> None:
     if rule.condition and rule.kind in ("boost", "bury", "hide"):  # a typo'd column matches nothing
         from vismerch.merch.collections import known_fields, product_records
 
-        _parse_where(rule.condition, known_fields(product_records(store)))
+        records = product_records(store)
+        _parse_where(rule.condition, known_fields(records), [{}, *records[:1]])
 
 
 def add_rule(store: Any, kind: str, *, scope: str | None = None, condition: str | None = None,
@@ -333,7 +338,13 @@ def resolve(rules: Sequence[Rule], records: Sequence[Mapping[str, Any]], scores:
         if rule.kind == "pin":
             continue
         condition = OUT_OF_STOCK if rule.kind == "bury-out-of-stock" else rule.condition
-        expr = parse(condition or "")
+        try:
+            expr = parse(condition or "")
+        except UsageError as exc:  # stored before the parser refused it: reported, never fatal
+            res.conflicts.append({"kind": "broken-condition", "rule": rule.id, "winner": None,
+                                  "product": None, "position": None,
+                                  "resolution": f"rule ignored: {exc.message.splitlines()[0]}"})
+            continue
         match = [i for i, rec in enumerate(records) if expr.evaluate(rec)]
         if match:
             res.applied.add(rule.id)

@@ -31,6 +31,7 @@ from vismerch.catalog.sources import MANIFEST_SUFFIXES
 from vismerch.catalog.store import Store
 from vismerch.config import setting
 from vismerch.errors import Busy, InvalidInput, NotFound
+from vismerch.service.paging import Page, decode_key, encode_key
 from vismerch.service.workspace import Workspace
 
 log = logging.getLogger("vismerch.jobs")
@@ -184,8 +185,9 @@ class JobRunner:
             raise NotFound("job", job_id, hint="list jobs with GET /api/v1/jobs")
         return _info(self.ws, row)
 
-    def list(self, limit: int = 50) -> list[JobInfo]:
-        return [_info(self.ws, row, with_refused=False) for row in job_rows.list_jobs(self.ws.store, limit)]
+    def list(self, limit: int = 50, before: int | None = None) -> list[JobInfo]:
+        return [_info(self.ws, row, with_refused=False)
+                for row in job_rows.list_jobs(self.ws.store, limit, before)]
 
     def running(self) -> bool:
         with self._lock:
@@ -250,3 +252,13 @@ def get_job(ws: Workspace, job_id: int) -> JobInfo:
 
 def list_jobs(ws: Workspace, limit: int = 50) -> list[JobInfo]:
     return runner(ws).list(limit)
+
+
+def jobs_page(ws: Workspace, cursor: str | None, limit: int) -> Page[JobInfo]:
+    """A page of jobs, newest first (keyset on the id, in SQL)."""
+    before = decode_key(cursor)
+    if before is not None and not isinstance(before, int):
+        raise InvalidInput("cursor", "cursor: not a cursor of the job list")
+    rows = runner(ws).list(limit + 1, before)
+    more = len(rows) > limit
+    return Page[JobInfo](items=rows[:limit], next_cursor=encode_key(rows[limit - 1].id) if more else None)

@@ -10,7 +10,8 @@ from pydantic import BaseModel, Field
 from vismerch.catalog import access
 from vismerch.errors import NotFound
 from vismerch.serve.auth import require
-from vismerch.serve.routes.common import page_limit, store
+from vismerch.serve.routes.common import Paging, page_limit, store
+from vismerch.service.paging import Page, paginate
 
 router = APIRouter(tags=["admin"])
 admin = Depends(require("admin"))
@@ -53,9 +54,9 @@ class AuditPage(BaseModel):
     next_after: int | None = Field(description="Pass as ?after= for the next page; null at the end")
 
 
-@router.get("/keys", response_model=list[KeyInfo], summary="API keys (never their secrets)")
-def list_keys(request: Request, _: object = admin) -> list[dict[str, Any]]:
-    return [k.as_dict() for k in access.list_keys(store(request))]
+@router.get("/keys", response_model=Page[KeyInfo], summary="API keys (never their secrets), by id")
+def list_keys(request: Request, paging: Paging, _: object = admin) -> Page[dict[str, Any]]:
+    return paginate([k.as_dict() for k in access.list_keys(store(request))], lambda k: [k["id"]], *paging)
 
 
 @router.post("/keys", response_model=CreatedKey, status_code=201, summary="Make an API key (shown once)")

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from vismerch.serve.auth import Principal, require
-from vismerch.serve.routes.common import page_limit, workspace
+from vismerch.serve.routes.common import Paging, workspace
 from vismerch.service import jobs
 from vismerch.service.jobs import MAX_WORKERS, JobInfo
+from vismerch.service.paging import Page
 
 router = APIRouter(tags=["jobs"])
 admin = Depends(require("admin"))
@@ -35,10 +36,9 @@ def start_job(request: Request, new: NewJob, who: Principal = admin) -> JobInfo:
                              by=who.key_id)
 
 
-@router.get("/jobs", response_model=list[JobInfo], summary="Ingest jobs, newest first")
-def list_jobs(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-              _: object = admin) -> list[JobInfo]:
-    return jobs.list_jobs(workspace(request), page_limit(request, limit))
+@router.get("/jobs", response_model=Page[JobInfo], summary="Ingest jobs, newest first")
+def list_jobs(request: Request, paging: Paging, _: object = admin) -> Page[JobInfo]:
+    return jobs.jobs_page(workspace(request), *paging)
 
 
 @router.get("/jobs/{job_id}", response_model=JobInfo,

@@ -3,7 +3,7 @@
 // pin, hide and bury; search-to-place; overlays; badges; a "why here" panel; the rules that
 // affect the page; versions (save draft, diff, publish, rollback) in versions.js.
 
-import { call, enc, get, post } from "./api.js";
+import { call, enc, get, getAll, post } from "./api.js";
 import { append, clear, fmt, h, thumb } from "./dom.js";
 import { versionsPanel } from "./versions.js";
 
@@ -124,7 +124,7 @@ export async function render(main, ctx, [id]) {
 
   async function loadRules() {
     try {
-      st.rules = await get(`/collections/${enc(id)}/rules`);
+      st.rules = await getAll(`/collections/${enc(id)}/rules`);
     } catch (e) {
       st.rules = [];
       clear(tabs.rules).append(h("p", { class: "error" }, ctx.explain(e)));
