@@ -74,6 +74,17 @@ def revoke_key(request: Request, key_id: Annotated[str, Path(max_length=64)], _:
     return access.revoke_key(store(request), key_id).as_dict()
 
 
+class Refusals(BaseModel):
+    counts: dict[str, int] = Field(description='Refusals by status and code since this process started: '
+                                               '"401 unauthenticated", "403 csrf", "429 auth_throttled", ...')
+
+
+@router.get("/audit/refusals", response_model=Refusals,
+            summary="Refused requests (401, 403 and CSRF, 429) counted by status and code")
+def refusals(request: Request, _: object = admin) -> Refusals:
+    return Refusals(counts=dict(request.app.state.refusals))
+
+
 @router.get("/audit", response_model=AuditPage, summary="The audit log of writes, oldest first")
 def audit(request: Request,
           after: Annotated[int, Query(ge=0, le=2**62, description="Cursor: entries after this id")] = 0,
