@@ -70,7 +70,8 @@ def test_bodies_over_the_cap_are_413_by_length_and_by_streamed_bytes(app_with):
 
     r = client.post(RULES, content=chunks(), headers=m)
     assert r.status_code == 413 and r.json()["error"]["code"] == "too_large", r.text
-    small = client.post(RULES, json={"kind": "boost", "where": "price < 0"}, headers=auth(keys["merchandiser"]))
+    small = client.post(RULES, json={"kind": "boost", "where": "price < 0"},
+                        headers=auth(keys["merchandiser"]))
     assert small.status_code == 201, small.text
     client.delete(f"{RULES}/{small.json()['id']}", headers=auth(keys["merchandiser"]))
 
@@ -118,7 +119,8 @@ def test_one_key_signing_in_again_and_again_ends_only_its_own_oldest_sessions(ap
     first = TestClient(client.app)
     assert first.post("/ui/session", headers=auth(keys["merchandiser"])).status_code == 200
     for _ in range(5):
-        assert TestClient(client.app).post("/ui/session", headers=auth(keys["merchandiser"])).status_code == 200
+        again = TestClient(client.app).post("/ui/session", headers=auth(keys["merchandiser"]))
+        assert again.status_code == 200
     assert first.get("/ui/session").status_code == 401  # the merchandiser's oldest went
     assert other.get("/ui/session").json()["role"] == "viewer"  # the viewer's was never touched
 

@@ -69,6 +69,11 @@ def _rss(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
+def _head(method: str, path: str, *headers: str) -> bytes:
+    lines = [f"{method} {API_PREFIX}{path} HTTP/1.1", "Host: 127.0.0.1", *headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
 def _answer(sock: socket.socket, limit: float = 10.0) -> bytes:
     """Everything the server sends until it closes (or ``limit`` seconds pass)."""
     sock.settimeout(limit)
@@ -99,9 +104,8 @@ def test_a_40_mb_body_without_a_key_costs_the_server_under_10_mb(server, framing
 
     watcher = threading.Thread(target=watch)
     watcher.start()
-    head = (f"POST {API_PREFIX}/rules HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            + (f"Content-Length: {size}\r\n" if framing == "content-length" else "Transfer-Encoding: chunked\r\n")
-            + "\r\n").encode()
+    length = f"Content-Length: {size}" if framing == "content-length" else "Transfer-Encoding: chunked"
+    head = _head("POST", "/rules", "Content-Type: application/json", length)
     chunk = piece if framing == "content-length" else b"10000\r\n" + piece + b"\r\n"
     try:
         with socket.create_connection(("127.0.0.1", port)) as sock:
@@ -117,8 +121,7 @@ def test_a_40_mb_body_without_a_key_costs_the_server_under_10_mb(server, framing
     finally:
         stop.set()
         watcher.join()
-    assert reply.split(b"\r\n", 1)[0] in (b"HTTP/1.1 401 Unauthorized", b"HTTP/1.1 413 Request Entity Too Large",
-                                          b"HTTP/1.1 413 Content Too Large"), reply[:200]
+    assert reply.startswith(b"HTTP/1.1 401 "), reply[:200]  # the key is checked before the size
     assert peak[0] - before < 10 * 1024 * 1024, f"server RSS rose {(peak[0] - before) / 2**20:.1f} MiB"
 
 
@@ -138,8 +141,8 @@ def test_half_sent_headers_are_cut_off_after_the_header_timeout(server):
 def test_a_body_that_stalls_is_answered_408_and_closed(server):
     _, port, key = server
     with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.sendall((f"POST {API_PREFIX}/rules HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {key}\r\n"
-                      "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\":").encode())
+        sock.sendall(_head("POST", "/rules", f"Authorization: Bearer {key}",
+                           "Content-Type: application/json", "Content-Length: 100") + b'{"kind":')
         started = time.monotonic()
         reply = _answer(sock, limit=TIMEOUT * 8)
         assert time.monotonic() - started < TIMEOUT * 6
