@@ -75,6 +75,18 @@ def test_a_second_writer_gets_a_lock_error_naming_the_holder(store, cat):
     assert ingest(cat.manifest_path, store, workers=1, progress=False).skipped == 8
 
 
+def test_an_ingest_into_a_busy_store_is_refused_before_its_manifest_is_read(store, cat, monkeypatch):
+    """A CLI ingest started while a job holds the store stops on the lock at once, not after
+    reading (and checking) a manifest that may be millions of rows."""
+    from vismerch.pipeline import ingest as driver
+
+    reads = []
+    monkeypatch.setattr(driver, "read_source", lambda *a, **k: reads.append(a) or [])
+    with writer_lock(store), pytest.raises(StoreError, match="being written"):
+        ingest(cat.manifest_path, store, workers=1, progress=False)
+    assert reads == []
+
+
 def test_deep_nesting_is_a_parse_error_not_a_recursion_error():
     for text in ("(" * 199 + "price < 1" + ")" * 199, "not " * 500 + "price < 1",
                  "[" * 300 + "1"):
