@@ -106,7 +106,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("serve_page_limit", int, 200, "API: the most items one page of a list may hold (the limit parameter is capped here)."),
     Setting("serve_upload_max_bytes", int, 8_000_000, "API: largest image upload accepted by search-by-image (413 above)."),
     Setting("serve_upload_max_pixels", int, 25_000_000, "API: most pixels an uploaded query image may have (422 above)."),
-    Setting("serve_source_root", str, "", "API: ingest jobs read folders and manifests only inside this directory; paths that leave it are refused. Empty (the default): the API starts no ingest jobs (409 naming this setting) until an operator names the folder, since any default (the store's parent was one) would open folders nobody chose."),
+    Setting("serve_source_root", str, "", "API: ingest jobs read folders and manifests only inside this directory; paths that leave it are refused. Empty (the default): the API starts no ingest jobs (409, the hint names this setting) until an operator names the folder, since any default (the store's parent was one) would open folders nobody chose."),
     Setting("serve_body_max_bytes", int, 1_000_000, "API: largest request body (JSON) by Content-Length or by the bytes streamed, checked after the key and before the body is read (413 above); search-by-image uploads have serve_upload_max_bytes instead."),
     Setting("serve_header_timeout", float, 10.0, "API: seconds a client has to send a request's headers once it starts one (or after connecting); the connection is closed after that."),
     Setting("serve_body_timeout", float, 30.0, "API: seconds a request body may stall between two chunks before the request is answered 408 and closed."),

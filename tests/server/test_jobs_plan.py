@@ -39,7 +39,8 @@ def env(store_template, tmp_path_factory):
     (first / "zz_planted.jpg").write_bytes(b"<html>not an image</html>\n")
     second = _flat(small_catalog(tmp_path_factory.mktemp("cat2"), n=30, seed=22, corrupt=False),
                    root / "second")
-    settings = load_settings(overrides={"serve_rate_limit": 0, "task_size": 6})
+    settings = load_settings(overrides={"serve_rate_limit": 0, "task_size": 6,
+                                        "serve_source_root": str(root)})
     ws = Workspace.open(root / "store", settings)
     name = max(list_collections(ws.store), key=lambda c: c["size"])["name"]
     versions.save_order(ws, name, "live", members(ws.store, name))

@@ -151,6 +151,9 @@ def _check_against_store(store: Any, rule: Rule) -> None:
     if rule.scope and db_collections.row(store, rule.scope) is None:
         raise InvalidInput("collection", f"no collection named {rule.scope!r}",
                            hint="list them with: vismerch collections STORE")
+    if rule.kind == "pin" and store.product(rule.product_id) is None:
+        raise InvalidInput("product", f"no product {rule.product_id!r} in this store",
+                           hint="pin a product id the catalog has (GET /products)")
     if rule.condition and rule.kind in ("boost", "bury", "hide"):  # a typo'd column matches nothing
         from vismerch.merch.collections import known_fields, product_records
 

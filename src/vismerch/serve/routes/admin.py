@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, Field
 
 from vismerch.catalog import access
-from vismerch.errors import NotFound
+from vismerch.errors import InvalidInput, NotFound, UsageError
 from vismerch.serve.auth import require
 from vismerch.serve.routes.common import Paging, page_limit, store
 from vismerch.service.paging import Page, paginate
@@ -62,7 +62,10 @@ def list_keys(request: Request, paging: Paging, _: object = admin) -> Page[dict[
 @router.post("/keys", response_model=CreatedKey, status_code=201, summary="Make an API key (shown once)")
 def create_key(request: Request, new: NewKey, _: object = admin) -> dict[str, Any]:
     expires = access.parse_duration(new.expires) if new.expires else None
-    text, key = access.create_key(store(request), new.role, expires_in=expires, name=new.name)
+    try:
+        text, key = access.create_key(store(request), new.role, expires_in=expires, name=new.name)
+    except UsageError as exc:  # an expiry past the year 9999
+        raise InvalidInput("expires", exc.message, exc.hint) from None
     return {**key.as_dict(), "key": text}
 
 

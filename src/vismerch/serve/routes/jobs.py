@@ -22,7 +22,7 @@ class NewJob(BaseModel):
     model_config = ConfigDict(extra="forbid")
     source: str = Field(min_length=1, max_length=4096,
                         description="A folder of images or a manifest (.csv, .jsonl, .parquet), inside "
-                                    "serve_source_root (default: the store's parent); relative paths are "
+                                    "serve_source_root (unset: jobs are off, 409); relative paths are "
                                     "read from there")
     backend: str | None = Field(None, max_length=100,
                                 description="A feature backend besides colour (which always runs)")

@@ -62,7 +62,7 @@ def thumbnail(request: Request, product_id: ProductId, _: object = Depends(requi
               ) -> Response:
     thumb = catalog.thumbnail(workspace(request), product_id)
     return Response(thumb.data, media_type=thumb.media_type,
-                    headers={"Cache-Control": "public, max-age=86400"})
+                    headers={"Cache-Control": "private, max-age=86400"})  # behind a key: no shared cache
 
 
 @router.get("/products/{product_id:path}", response_model=ProductDetail,

@@ -47,9 +47,13 @@ class SessionInfo(BaseModel):
 
 
 def _file(rel: str) -> Response:
-    path = (UI_ROOT / rel).resolve()
-    if not path.is_relative_to(UI_ROOT) or not path.is_file():
-        raise ApiError(404, "not_found", f"no such web app file: {rel!r}")
+    try:
+        path = (UI_ROOT / rel).resolve()
+        found = path.is_relative_to(UI_ROOT) and path.is_file()
+    except (ValueError, OSError):  # a NUL byte, a name too long: no such file either
+        found = False
+    if not found:
+        raise ApiError(404, "not_found", f"no such web app file: {rel[:200]!r}")
     media = _TYPES.get(path.suffix) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     return FileResponse(path, media_type=media, headers=SECURITY_HEADERS)
 
