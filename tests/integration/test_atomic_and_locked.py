@@ -170,3 +170,27 @@ def test_a_full_disk_says_the_store_stays_consistent(cat, tmp_path):
             assert all(s.product(p.id).sha256 for p in ok)
     finally:
         subprocess.run(["umount", str(mount)])
+
+
+def test_cli_writes_to_rules_collections_and_versions_are_audited_with_the_os_user(store, capsys):
+    """One row per writing command, in the write's own transaction (a refused write leaves
+    none), naming the OS user and the command line; reads leave none."""
+    import getpass
+
+    from vismerch.catalog import access
+
+    def rows() -> list[dict]:
+        with Store.open(store) as s:
+            return [r for r in access.audit_entries(s, limit=10_000) if r["role"] == "cli"]
+
+    name = _collection(store)
+    assert main(["rules", "add", str(store), "boost", "--where", "price < 50"]) == 0
+    assert main(["rules", "add", str(store), "boost", "--where", "price <"]) == 2  # refused: no row
+    assert main(["rules", "list", str(store)]) == 0
+    assert main(["collections", str(store), "--create", "cheap", "--where", "price < 50"]) == 0
+    assert main(["arrange", str(store), "--collection", name, "--save", "audited", "--publish"]) == 0
+    got = rows()
+    assert [r["action"] for r in got] == ["vismerch rules add", "vismerch collections", "vismerch arrange"]
+    assert {r["actor"] for r in got} == {f"os:{getpass.getuser()}"}
+    assert got[0]["detail"]["argv"][:4] == ["rules", "add", str(store), "boost"]
+    capsys.readouterr()

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from vismerch.catalog.audit_context import record_pending
 from vismerch.catalog.schema import MIGRATIONS, SCHEMA_VERSION
 from vismerch.catalog.thumbs import Thumbnail, has_legacy, read_legacy, read_packed
 from vismerch.errors import StoreError
@@ -183,11 +184,13 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic write: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any error."""
+        """One atomic write: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any error. Inside an
+        audited CLI command the first one also holds its audit row (``audit_context``)."""
         self._make_writable()
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
+            record_pending(self.db)
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
