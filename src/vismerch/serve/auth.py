@@ -234,7 +234,7 @@ async def authenticate(request: Request) -> Principal:
     if text is None and request.cookies.get(COOKIE):
         principal = _session_principal(request)  # one primary-key read, like a known key
     elif auth.known(text):
-        principal = auth.principal(text)
+        principal = auth.principal(text, client_address(request))
     else:
         principal = await anyio.to_thread.run_sync(auth.principal, text, client_address(request))
     request.state.principal = principal

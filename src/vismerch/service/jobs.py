@@ -256,10 +256,6 @@ def get_job(ws: Workspace, job_id: int) -> JobInfo:
     return runner(ws).get(job_id)
 
 
-def list_jobs(ws: Workspace, limit: int = 50) -> list[JobInfo]:
-    return runner(ws).list(limit)
-
-
 def jobs_page(ws: Workspace, cursor: str | None, limit: int) -> Page[JobInfo]:
     """A page of jobs, newest first (keyset on the id, in SQL)."""
     before = decode_key(cursor)
