@@ -322,6 +322,18 @@ def _priority(rule: Rule, lineage: Sequence[str] = ()) -> tuple[int, int]:
     return (lineage.index(rule.scope) + 1 if rule.scope in lineage else 0, -rule.id)
 
 
+def _condition(rule: Rule, res: Resolution) -> Any:
+    """The rule's parsed condition; None (and a conflict saying so) for one stored before the
+    parser refused it, so it is reported, never fatal to the arrangement."""
+    try:
+        return parse(OUT_OF_STOCK if rule.kind == "bury-out-of-stock" else rule.condition or "")
+    except UsageError as exc:
+        res.conflicts.append({"kind": "broken-condition", "rule": rule.id, "winner": None,
+                              "product": None, "position": None,
+                              "resolution": f"rule ignored: {exc.message.splitlines()[0]}"})
+        return None
+
+
 def resolve(rules: Sequence[Rule], records: Sequence[Mapping[str, Any]], scores: np.ndarray, *,
             collection: str | None = None, vectors: np.ndarray | None = None,
             reverted: set[tuple[int, str]] | None = None, lineage: Sequence[str] = (),
@@ -340,13 +352,8 @@ def resolve(rules: Sequence[Rule], records: Sequence[Mapping[str, Any]], scores:
     for rule in sorted(rules, key=lambda r: r.id):
         if rule.kind == "pin":
             continue
-        condition = OUT_OF_STOCK if rule.kind == "bury-out-of-stock" else rule.condition
-        try:
-            expr = parse(condition or "")
-        except UsageError as exc:  # stored before the parser refused it: reported, never fatal
-            res.conflicts.append({"kind": "broken-condition", "rule": rule.id, "winner": None,
-                                  "product": None, "position": None,
-                                  "resolution": f"rule ignored: {exc.message.splitlines()[0]}"})
+        expr = _condition(rule, res)
+        if expr is None:
             continue
         match = [i for i, rec in enumerate(records) if expr.evaluate(rec)]
         if match:
@@ -357,7 +364,7 @@ def resolve(rules: Sequence[Rule], records: Sequence[Mapping[str, Any]], scores:
             continue
         delta = rule.factor / 100.0 * (1 if rule.kind == "boost" else -1)
         verb = "boosted" if delta > 0 else "buried"
-        label = "out of stock" if rule.kind == "bury-out-of-stock" else condition
+        label = "out of stock" if rule.kind == "bury-out-of-stock" else rule.condition
         for i in match:
             adjusted[i] += delta
             res.notes.setdefault(i, []).append(f"{verb} {delta:+.2f} by rule #{rule.id} ({label})")
