@@ -196,3 +196,24 @@ def test_docs_serve_swagger_ui_from_the_package_and_load_nothing_from_elsewhere(
     assert urls and all(u.startswith("/") and not u.startswith("//") for u in urls), urls
     for url in urls:
         assert client.get(url).status_code == 200, url
+
+
+def test_a_writes_audit_row_is_committed_with_the_write(app_with, monkeypatch):
+    """With the audit's own later writes switched off (as if the server died right after
+    the write committed), the row is there anyway: it was in the write's transaction."""
+    make, ws, keys = app_with
+    client = make()
+    monkeypatch.setattr(access, "set_status", lambda *a, **k: None)
+    monkeypatch.setattr(access, "record", lambda *a, **k: None)
+    key_id = keys["merchandiser"].split("_")[1]
+    before = len(access.audit_entries(ws.store, limit=100_000, actor=key_id))
+    r = client.post(RULES, json={"kind": "boost", "where": "price < 0"}, headers=auth(keys["merchandiser"]))
+    assert r.status_code == 201, r.text
+    rows = access.audit_entries(ws.store, limit=100_000, actor=key_id)[before:]
+    assert [(e["action"], e["detail"]["body"]["where"]) for e in rows] == [(f"POST {RULES}", "price < 0")]
+    refused = client.post(RULES, json={"kind": "boost", "where": "price <"},
+                          headers=auth(keys["merchandiser"]))
+    assert refused.status_code == 422  # nothing written: no row inside any transaction
+    assert len(access.audit_entries(ws.store, limit=100_000, actor=key_id)) == before + 1
+    monkeypatch.undo()
+    client.delete(f"{RULES}/{r.json()['id']}", headers=auth(keys["merchandiser"]))

@@ -164,6 +164,12 @@ def record(store: Any, actor: str, action: str, *, role: str | None = None,
     return int(cur.lastrowid)
 
 
+def set_status(store: Any, row_id: int, status: int) -> None:
+    """The HTTP status of an audit row written with its write (``catalog/audit_context.py``)."""
+    with store.transaction() as con:
+        con.execute("UPDATE audit_log SET status = ? WHERE id = ?", (int(status), int(row_id)))
+
+
 def audit_entries(store: Any, *, after: int = 0, limit: int = 100,
                   actor: str | None = None) -> list[dict[str, Any]]:
     """Audit rows with id > ``after``, oldest first (``after`` is the paging cursor)."""

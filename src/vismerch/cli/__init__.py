@@ -99,7 +99,9 @@ def _audit_scope(argv: list[str]):
     if not words or words[0] not in AUDITED:
         return contextlib.nullcontext()
     action = "vismerch " + " ".join(words[:2] if words[0] in ("rules", "versions") else words[:1])
-    return audited(f"os:{_os_user()}", action, role="cli", detail={"argv": [a[:500] for a in argv[:50]]})
+    row = {"actor": f"os:{_os_user()}", "action": action, "role": "cli",
+           "detail": {"argv": [a[:500] for a in argv[:50]]}}
+    return audited(lambda: row)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import json
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,75 +17,18 @@ import anyio
 import anyio.to_thread
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
-from starlette.requests import ClientDisconnect
 
 from vismerch import __version__
-from vismerch.catalog import access
 from vismerch.config import Settings, load_settings, setting
 from vismerch.serve import docs, errors
+from vismerch.serve.audit import AuditMiddleware
 from vismerch.serve.auth import Authenticator, FailureThrottle, RateLimiter
 from vismerch.serve.guard import RequestGuard
 from vismerch.serve.routes import ui
-from vismerch.serve.sessions import WRITE_METHODS
 
 API_PREFIX = "/api/v1"
 ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin",
                  "versions", "collections", "rules", "jobs", "plan")
-_AUDIT_BODY_BYTES = 4096  # the start of a JSON write body is kept in the audit row
-
-
-class AuditMiddleware:
-    """Appends one audit row per write an authenticated key made (who, when, what, status),
-    before the response starts, so a client that has its answer finds the row. A route that
-    answers a POST without writing (a preview) sets ``request.state.read_only``. A client
-    that went away before any answer is recorded as 499, not as a server error."""
-
-    def __init__(self, app: Any, store_of: Any):
-        self.app, self.store_of = app, store_of
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] not in WRITE_METHODS:
-            await self.app(scope, receive, send)
-            return
-        seen: dict[str, Any] = {"body": b"", "recorded": False, "gone": False}
-        json_body = b"json" in dict(scope.get("headers") or []).get(b"content-type", b"")
-
-        async def receive_and_keep() -> dict:
-            message = await receive()
-            if json_body and message.get("type") == "http.request":
-                seen["body"] = (seen["body"] + message.get("body", b""))[:_AUDIT_BODY_BYTES]
-            seen["gone"] = seen["gone"] or message.get("type") == "http.disconnect"
-            return message
-
-        async def send_and_record(message: dict) -> None:
-            if message["type"] == "http.response.start":
-                await self._record(scope, seen, message["status"])
-            await send(message)
-
-        try:
-            await self.app(scope, receive_and_keep, send_and_record)
-        except ClientDisconnect:
-            seen["gone"] = True  # nothing to answer: not a 500, not a traceback in the log
-        finally:
-            await self._record(scope, seen, 499 if seen["gone"] else 500)
-
-    async def _record(self, scope: dict, seen: dict[str, Any], status: int) -> None:
-        state = scope.get("state") or {}
-        principal = state.get("principal")
-        if seen["recorded"] or principal is None or state.get("read_only"):  # read_only: a POST that reads
-            return
-        seen["recorded"] = True
-        detail: dict[str, Any] = {}
-        if scope.get("query_string"):
-            detail["query"] = scope["query_string"].decode(errors="replace")
-        if seen["body"]:
-            try:
-                detail["body"] = json.loads(seen["body"])
-            except ValueError:
-                detail["body"] = seen["body"].decode(errors="replace")
-        await anyio.to_thread.run_sync(lambda: access.record(
-            self.store_of(), principal.key_id, f"{scope['method']} {scope['path']}",
-            role=principal.role, target=scope["path"], status=status, detail=detail or None))
 
 
 def needed_role(route: APIRoute) -> str | None:
