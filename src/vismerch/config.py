@@ -31,6 +31,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("working_size", int, 256, "Images are decoded straight to this square size for feature extraction."),
     Setting("thumb_size", int, 256, "Longest side of the thumbnails kept in the store (at most working_size; a square image at the working size is stored as is); 0 makes none."),
     Setting("thumb_format", str, "jpeg", "Thumbnail format: jpeg (quality 80, 4:2:0: about 5x faster to encode and to decode in a browser) or webp (about a quarter smaller); benchmarks/ingest.py prints both per 256 px thumbnail (about 0.2 vs 1.1 ms, 4.9 vs 3.7 KB on the sample shots)."),
+    # manifests (text fields of every row, any format)
+    Setting("manifest_max_id_chars", int, 500, "Manifests: longest product id; a row with a longer one is refused (the error names the row and field)."),
+    Setting("manifest_max_text_chars", int, 10_000, "Manifests: longest text of any other field (title, description, category, attributes, ...); a row with a longer one is refused, naming the row and field."),
     # downloads (manifest rows whose image is an http(s)://, s3://, gs:// or file:// URL)
     Setting("fetch_timeout", float, 10.0, "Downloads: seconds to connect, and the longest wait for the next bytes of an answer (reason fetch-timeout)."),
     Setting("fetch_deadline", float, 60.0, "Downloads: seconds one attempt at one image may take in all, so a server that drips bytes cannot hold a worker (reason fetch-timeout)."),
@@ -38,6 +41,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("fetch_backoff", float, 0.5, "Downloads: seconds before the first retry; doubled for each further one (plus up to 25% jitter)."),
     Setting("fetch_per_host", int, 4, "Downloads: most requests to one host (or bucket) at once in each worker process; a run makes at most workers x this many."),
     Setting("fetch_concurrency", int, 16, "Downloads: images each worker process downloads at once (threads), a bounded window ahead of decoding."),
+    Setting("fetch_memory_bytes", int, 64 * 1024 * 1024, "Downloads: bytes of downloaded images one process holds in memory at once, all downloads together; a download that would pass it (or any past fetch_spool_bytes) goes to a temporary file instead."),
+    Setting("fetch_spool_bytes", int, 8 * 1024 * 1024, "Downloads: one download larger than this is written to a temporary file, not held in memory."),
     Setting("fetch_allow_hosts", str, "", "Downloads: comma-separated host names, IP addresses and CIDR networks that may be reached although not public (e.g. 127.0.0.1, 10.20.0.0/16, minio.internal). Empty: loopback, private, link-local, unique-local, multicast and reserved addresses are refused (reason fetch-refused-address), after DNS and on every redirect. A cloud metadata address (169.254.169.254, fd00:ec2::254, ...) is admitted only by an entry naming exactly it."),
     # pipeline
     Setting("batch_size", int, 64, "Images per feature batch."),
@@ -107,7 +112,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("serve_page_limit", int, 200, "API: the most items one page of a list may hold (the limit parameter is capped here)."),
     Setting("serve_upload_max_bytes", int, 8_000_000, "API: largest image upload accepted by search-by-image (413 above)."),
     Setting("serve_upload_max_pixels", int, 25_000_000, "API: most pixels an uploaded query image may have (422 above)."),
-    Setting("serve_source_root", str, "", "API: ingest jobs read folders and manifests only inside this directory (default: the store's parent directory); paths that leave it are refused."),
+    Setting("serve_source_root", str, "", "API: ingest jobs read folders and manifests only inside this directory; paths that leave it are refused. Empty (the default): the API starts no ingest jobs (409, the hint names this setting) until an operator names the folder, since any default (the store's parent was one) would open folders nobody chose."),
+    Setting("serve_body_max_bytes", int, 1_000_000, "API: largest request body (JSON) by Content-Length or by the bytes streamed, checked after the key and before the body is read (413 above); search-by-image uploads have serve_upload_max_bytes instead."),
+    Setting("serve_header_timeout", float, 10.0, "API: seconds a client has to send a request's headers once it starts one (or after connecting); the connection is closed after that."),
+    Setting("serve_body_timeout", float, 30.0, "API: seconds a request body may stall between two chunks before the request is answered 408 and closed."),
+    Setting("serve_auth_fail_limit", int, 10, "API: failed sign-ins (unknown, wrong, expired or revoked keys) one key id or one client address may make per serve_auth_fail_window before 429 with Retry-After; 0 turns throttling off."),
+    Setting("serve_auth_fail_window", float, 60.0, "API: seconds over which serve_auth_fail_limit counts failures."),
+    Setting("serve_sessions_per_key", int, 20, "API: web app sessions one API key may hold; a new sign-in past it ends that key's least recently used session (never another key's)."),
+    Setting("serve_client_ip_header", str, "", "API: behind a reverse proxy, the header holding the client address (e.g. X-Forwarded-For; its last entry is used), for failed-sign-in throttling; empty = the socket's peer."),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

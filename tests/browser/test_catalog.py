@@ -161,12 +161,13 @@ def test_review_queues_accept_in_bulk(page, store, server):
     page.wait_for_function("n => document.querySelectorAll('#queue-quality tbody tr').length === n",
                            arg=before - 1)
     _, _, resolved = api(server, "GET", "/queues/quality?status=resolved", keys["viewer"])
-    assert any(r["product_id"] == product and r["item"] == item for r in resolved)
+    assert any(r["product_id"] == product and r["item"] == item for r in resolved["items"])
 
 
 def test_duplicate_group_keep_one(page, store, server):
     _, keys, _ = store
     _, _, groups = api(server, "GET", "/duplicates?status=pending", keys["viewer"])
+    groups = groups["items"]
     assert groups, "the generated catalog plants a near-duplicate pair"
     group = groups[0]
     keep = group["members"][-1]

@@ -18,7 +18,8 @@ FIRST_IS = ("id => { const c = document.querySelector(\"#arrangement .slot[data-
 def collection(store, server):
     """The largest category collection of the test store."""
     _, keys, _ = store
-    status, _, items = api(server, "GET", "/collections", keys["viewer"])
+    status, _, listing = api(server, "GET", "/collections", keys["viewer"])
+    items = listing["items"]
     assert status == 200, items
     categories = sorted((c for c in items if c["kind"] == "category"), key=lambda c: -c["size"])
     assert categories and categories[0]["size"] >= 5
@@ -51,6 +52,7 @@ def test_drag_to_position_1_pins_and_the_storefront_follows_publish_and_rollback
     _at(page, 4).drag_to(_at(page, 1))
     page.wait_for_function(FIRST_IS + " && c.querySelector('.badge.pinned'); }", arg=moved)
     _, _, rules = api(server, "GET", f"/collections/{collection}/rules", keys["viewer"])
+    rules = rules["items"]
     assert any(r["kind"] == "pin" and r["product"] == moved and r["position"] == 1 for r in rules)
     page.click("button[data-tab=rules]")
     page.wait_for_selector(f"#rules-table td:text-is('{moved} at 1')")
@@ -149,7 +151,8 @@ def test_multi_select_bury_search_to_place_and_hostile_titles_in_the_grid(page, 
     assert card.locator(".title").inner_text() == HOSTILE and card.locator(".title img").count() == 0
 
     # a collection nobody edited yet: the second largest category
-    _, _, items = api(server, "GET", "/collections", keys["viewer"])
+    _, _, listing = api(server, "GET", "/collections", keys["viewer"])
+    items = listing["items"]
     other = sorted((c for c in items if c["kind"] == "category"), key=lambda c: -c["size"])[1]["id"]
     _open(page, other)
     total = page.locator("#arrangement .slot").count()
@@ -168,6 +171,7 @@ def test_multi_select_bury_search_to_place_and_hostile_titles_in_the_grid(page, 
     others = [order.index(pid) for pid, flagged in slots if pid not in (a, b) and not flagged]
     assert max(others) < min(order.index(a), order.index(b)), slots
     _, _, rules = api(server, "GET", f"/collections/{other}/rules", keys["viewer"])
+    rules = rules["items"]
     assert any(r["kind"] == "bury" and a in (r["where"] or "") and b in (r["where"] or "") for r in rules)
     # search-to-place: find the last product by its id and place it at 1
     last = _at(page, total).get_attribute("data-id")
@@ -187,7 +191,8 @@ def test_multi_select_bury_search_to_place_and_hostile_titles_in_the_grid(page, 
 
 def test_a_stale_draft_edit_shows_a_conflict_and_keeps_the_users_order(page, store, server):
     _, keys, _ = store
-    _, _, items = api(server, "GET", "/collections", keys["viewer"])
+    _, _, listing = api(server, "GET", "/collections", keys["viewer"])
+    items = listing["items"]
     third = sorted((c for c in items if c["kind"] == "category"), key=lambda c: -c["size"])[2]["id"]
     sign_in(page, keys["merchandiser"])
     _open(page, third)

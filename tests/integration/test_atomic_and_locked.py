@@ -75,6 +75,18 @@ def test_a_second_writer_gets_a_lock_error_naming_the_holder(store, cat):
     assert ingest(cat.manifest_path, store, workers=1, progress=False).skipped == 8
 
 
+def test_an_ingest_into_a_busy_store_is_refused_before_its_manifest_is_read(store, cat, monkeypatch):
+    """A CLI ingest started while a job holds the store stops on the lock at once, not after
+    reading (and checking) a manifest that may be millions of rows."""
+    from vismerch.pipeline import ingest as driver
+
+    reads = []
+    monkeypatch.setattr(driver, "read_source", lambda *a, **k: reads.append(a) or [])
+    with writer_lock(store), pytest.raises(StoreError, match="being written"):
+        ingest(cat.manifest_path, store, workers=1, progress=False)
+    assert reads == []
+
+
 def test_deep_nesting_is_a_parse_error_not_a_recursion_error():
     for text in ("(" * 199 + "price < 1" + ")" * 199, "not " * 500 + "price < 1",
                  "[" * 300 + "1"):
@@ -158,3 +170,27 @@ def test_a_full_disk_says_the_store_stays_consistent(cat, tmp_path):
             assert all(s.product(p.id).sha256 for p in ok)
     finally:
         subprocess.run(["umount", str(mount)])
+
+
+def test_cli_writes_to_rules_collections_and_versions_are_audited_with_the_os_user(store, capsys):
+    """One row per writing command, in the write's own transaction (a refused write leaves
+    none), naming the OS user and the command line; reads leave none."""
+    import getpass
+
+    from vismerch.catalog import access
+
+    def rows() -> list[dict]:
+        with Store.open(store) as s:
+            return [r for r in access.audit_entries(s, limit=10_000) if r["role"] == "cli"]
+
+    name = _collection(store)
+    assert main(["rules", "add", str(store), "boost", "--where", "price < 50"]) == 0
+    assert main(["rules", "add", str(store), "boost", "--where", "price <"]) == 2  # refused: no row
+    assert main(["rules", "list", str(store)]) == 0
+    assert main(["collections", str(store), "--create", "cheap", "--where", "price < 50"]) == 0
+    assert main(["arrange", str(store), "--collection", name, "--save", "audited", "--publish"]) == 0
+    got = rows()
+    assert [r["action"] for r in got] == ["vismerch rules add", "vismerch collections", "vismerch arrange"]
+    assert {r["actor"] for r in got} == {f"os:{getpass.getuser()}"}
+    assert got[0]["detail"]["argv"][:4] == ["rules", "add", str(store), "boost"]
+    capsys.readouterr()

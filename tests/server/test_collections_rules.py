@@ -63,7 +63,7 @@ def test_collections_crud(served):
     assert (made["id"], made["kind"], made["where"], made["size"], made["parent"]) == (
         "cheap", "rule", "price < 100", len(cheap), None)
     assert _members(ws, "cheap") == cheap
-    listed = {c["id"]: c for c in client.get(C, headers=v).json()}
+    listed = {c["id"]: c for c in client.get(C, headers=v).json()["items"]}
     assert listed["cheap"]["size"] == len(cheap) and listed[BIG]["kind"] == "category"
     assert client.get(f"{C}/cheap", headers=v).json() == made
     assert client.post(C, headers=m, json={"id": "cheap", "where": "price < 5"}).status_code == 409
@@ -128,8 +128,9 @@ def test_rules_crud(clean_rules):
     boost = r.json()
     assert boost["collection"] is None and boost["where"] == 'colour == "red"' and boost["factor"] == 20
 
-    assert [x["id"] for x in client.get(R, headers=v).json()] == [pin["id"], boost["id"]]
-    assert [x["id"] for x in client.get(R, params={"collection": BIG}, headers=v).json()] == [pin["id"]]
+    assert [x["id"] for x in client.get(R, headers=v).json()["items"]] == [pin["id"], boost["id"]]
+    scoped = client.get(R, params={"collection": BIG}, headers=v).json()["items"]
+    assert [x["id"] for x in scoped] == [pin["id"]]
     assert client.get(f"{R}/{pin['id']}", headers=v).json()["note"] == "hero"
 
     r = client.patch(f"{R}/{pin['id']}", headers=m, json={"position": 5, "note": None})
@@ -142,7 +143,7 @@ def test_rules_crud(clean_rules):
 
     r = client.delete(f"{R}/{pin['id']}", headers=m)
     assert r.status_code == 200
-    assert [x["id"] for x in client.get(R, headers=v).json()] == [boost["id"]]
+    assert [x["id"] for x in client.get(R, headers=v).json()["items"]] == [boost["id"]]
     for method in ("get", "patch", "delete"):
         r = client.request(method, f"{R}/{pin['id']}", headers=m, json={"position": 1})
         assert r.status_code == 404 and r.json()["error"]["code"] == "not_found", method
@@ -170,8 +171,8 @@ def test_a_scheduled_pin_applies_only_inside_its_window(clean_rules, window, app
     top = page["slots"][0]
     assert (top["id"] == last and top["pinned"]) is applies
     assert (rule["id"] in page["rules"]) is applies
-    active = [x["id"] for x in client.get(R, params={"active": "true"}, headers=v).json()]
-    inactive = [x["id"] for x in client.get(R, params={"active": "false"}, headers=v).json()]
+    active = [x["id"] for x in client.get(R, params={"active": "true"}, headers=v).json()["items"]]
+    inactive = [x["id"] for x in client.get(R, params={"active": "false"}, headers=v).json()["items"]]
     assert (rule["id"] in active, rule["id"] in inactive) == (applies, not applies)
 
 
@@ -203,19 +204,19 @@ def test_reach_subtree_reaches_sub_collections_and_reach_collection_does_not(cle
         child = _preview(client, keys["viewer"], "reach-child", columns=[3, 4])
         assert child["slots"][0]["id"] == last and child["slots"][0]["pinned"]
         assert rule["id"] in child["rules"]
-        seen = client.get(f"{C}/reach-child/rules", headers=v).json()
+        seen = client.get(f"{C}/reach-child/rules", headers=v).json()["items"]
         assert [(x["id"], x["inherited_from"], x["active"]) for x in seen] == [(rule["id"], BIG, True)]
 
         r = client.patch(f"{R}/{rule['id']}", headers=m, json={"reach": "collection"})
         assert r.status_code == 200 and r.json()["reach"] == "collection"
         child = _preview(client, keys["viewer"], "reach-child", columns=[3, 4])
         assert child["slots"][0]["id"] != last and rule["id"] not in child["rules"]
-        assert client.get(f"{C}/reach-child/rules", headers=v).json() == []
+        assert client.get(f"{C}/reach-child/rules", headers=v).json()["items"] == []
         parent = _preview(client, keys["viewer"], BIG, columns=[3, 4])  # still on its own page
         assert parent["slots"][0]["id"] == last
-        assert [x["id"] for x in client.get(f"{C}/{BIG}/rules", headers=v).json()] == [rule["id"]]
+        assert [x["id"] for x in client.get(f"{C}/{BIG}/rules", headers=v).json()["items"]] == [rule["id"]]
     finally:
-        for rule in client.get(R, headers=v).json():
+        for rule in client.get(R, headers=v).json()["items"]:
             client.delete(f"{R}/{rule['id']}", headers=m)
         client.delete(f"{C}/reach-child", headers=m)
 

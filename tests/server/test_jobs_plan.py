@@ -39,7 +39,8 @@ def env(store_template, tmp_path_factory):
     (first / "zz_planted.jpg").write_bytes(b"<html>not an image</html>\n")
     second = _flat(small_catalog(tmp_path_factory.mktemp("cat2"), n=30, seed=22, corrupt=False),
                    root / "second")
-    settings = load_settings(overrides={"serve_rate_limit": 0, "task_size": 6})
+    settings = load_settings(overrides={"serve_rate_limit": 0, "task_size": 6,
+                                        "serve_source_root": str(root)})
     ws = Workspace.open(root / "store", settings)
     name = max(list_collections(ws.store), key=lambda c: c["size"])["name"]
     versions.save_order(ws, name, "live", members(ws.store, name))
@@ -109,7 +110,7 @@ def test_job_shows_progress_then_done_with_refused_files_and_a_second_job_is_409
     assert len(reasons) == summary["failed"] >= 2
     assert summary["failed_by_reason"]["not-an-image"] >= 1
     assert final["finished_at"] and final["started_at"] and final["source"].endswith("/first")
-    listed = client.get(JOBS, headers=_admin(env)).json()
+    listed = client.get(JOBS, headers=_admin(env)).json()["items"]
     assert listed[0]["id"] == job["id"] and listed[0]["status"] == "done"
     # the job's products are in the catalog, readable one by one
     ok = [p for p in ws.store.db.execute("SELECT id FROM products WHERE updated_run = ?",
@@ -122,12 +123,12 @@ def test_job_shows_progress_then_done_with_refused_files_and_a_second_job_is_409
 
 def test_an_ingest_holding_the_writer_lock_makes_a_job_409(env):
     client, ws = env["client"], env["ws"]
-    before = len(client.get(JOBS, headers=_admin(env)).json())
+    before = len(client.get(JOBS, headers=_admin(env)).json()["items"])
     with writer_lock(ws.path):  # what `vismerch ingest` holds for its whole run
         r = client.post(JOBS, json={"source": "second"}, headers=_admin(env))
     assert r.status_code == 409, r.text
     assert f"pid {os.getpid()}" in r.json()["error"]["message"]
-    assert len(client.get(JOBS, headers=_admin(env)).json()) == before  # no job was made
+    assert len(client.get(JOBS, headers=_admin(env)).json()["items"]) == before  # no job was made
 
 
 def test_sources_outside_the_root_are_refused_naming_source(env, tmp_path):
@@ -136,7 +137,7 @@ def test_sources_outside_the_root_are_refused_naming_source(env, tmp_path):
     small_catalog(outside, n=12, seed=5)
     (root / "link_out").symlink_to(outside, target_is_directory=True)
     (root / "notes.txt").write_text("not a manifest")
-    before = len(client.get(JOBS, headers=_admin(env)).json())
+    before = len(client.get(JOBS, headers=_admin(env)).json()["items"])
     for source in ("../outside", "first/../../outside", str(outside), str(outside / "manifest.csv"),
                    "link_out", "link_out/images", "first/../store", "/etc", "store", "store/thumbs",
                    ".", "nope", "notes.txt", "first\x00"):
@@ -148,7 +149,7 @@ def test_sources_outside_the_root_are_refused_naming_source(env, tmp_path):
                         ({}, "source")):
         r = client.post(JOBS, json=body, headers=_admin(env))
         assert r.status_code == 422 and r.json()["error"]["field"] == field, (body, r.text)
-    assert len(client.get(JOBS, headers=_admin(env)).json()) == before
+    assert len(client.get(JOBS, headers=_admin(env)).json()["items"]) == before
     assert client.get(f"{JOBS}/999999", headers=_admin(env)).status_code == 404
     assert client.post(JOBS, json={"source": "second"},
                        headers=auth(env["keys"]["publisher"])).status_code == 403

@@ -103,3 +103,27 @@ def test_attributes_prefix_reads_the_manifest_column():
 
 def test_escaped_quotes_in_strings():
     assert evaluate(r'title == "say \"hi\""', {"title": 'say "hi"'}) is True
+
+
+@pytest.mark.parametrize("literal", ["9" * 400, "1e400", "9" * 5000, "1.5e309"])
+def test_numbers_outside_float_range_are_refused_at_their_column(literal):
+    text = f"price < {literal}"
+    with pytest.raises(UsageError) as err:
+        parse(text)
+    assert "outside the range of a float" in err.value.message and "column 9" in err.value.message
+
+
+def test_evaluation_errors_never_escape_evaluate_but_probe_reports_them():
+    """A record value no rule can order (an int past float range) matches nothing instead of
+    raising; ``probe``, used when a rule is saved, reports an evaluation error instead."""
+    expr = parse("price < 10")
+    assert expr.evaluate({"price": 10**400}) is False
+    assert expr.probe({"price": 10**400}) is False  # huge ints are not numbers: no order
+
+    class Hostile(dict):
+        def get(self, *_):
+            raise RuntimeError("boom")
+
+    assert expr.evaluate(Hostile()) is False
+    with pytest.raises(UsageError, match="fails on a sample product"):
+        expr.probe(Hostile())

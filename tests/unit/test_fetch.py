@@ -217,3 +217,35 @@ def test_object_store_urls_without_their_package_fail_clearly(url, package):
 def test_unsupported_or_hostless_urls_are_source_errors(url):
     with pytest.raises(SourceError):
         check_url(url)
+
+
+def test_downloads_share_one_memory_budget_and_spool_the_rest_to_disk(server):
+    """Eight 2 MiB downloads at once under a 1 MiB budget: memory never holds more than the
+    budget, the big ones wait in temporary files, and every byte arrives intact."""
+    import os
+
+    from vismerch.catalog.spool import budget_for
+
+    big = os.urandom(2 << 20)
+    server.images["huge.jpg"] = big
+    capacity = (1 << 20) + 7  # a budget of its own for this test
+    policy = _policy(max_bytes=4 << 20, concurrency=8, per_host=8, memory_bytes=capacity,
+                     spool_bytes=256 << 10)
+    budget = budget_for(capacity)
+    got = [r for _, r in in_order([server.url("/img/huge.jpg")] * 8, lambda u: fetch(u, policy), 8)]
+    assert all(r.spooled.on_disk for r in got)
+    assert [r.take() for r in got] == [big] * 8
+    assert 0 < budget.peak <= capacity and budget.held == 0
+
+    small = fetch(server.url("/img/a.jpg"), policy)  # small: in memory, holding its bytes until taken
+    assert not small.spooled.on_disk and budget.held == len(DATA["a.jpg"])
+    assert small.take() == DATA["a.jpg"] and budget.held == 0
+
+
+def test_a_failed_download_gives_its_budget_back(server):
+    from vismerch.catalog.spool import budget_for
+
+    capacity = (8 << 20) + 11
+    policy = _policy(max_bytes=1 << 20, memory_bytes=capacity, spool_bytes=8 << 20)
+    assert _reason(lambda: fetch(server.url("/big-stream"), policy)) == "fetch-too-large"
+    assert budget_for(capacity).held == 0 and budget_for(capacity).peak > 0

@@ -139,3 +139,41 @@ def test_unusable_image_urls_name_the_row(tmp_path, bad, message):
     _write_csv(path, [{"id": "a", "image": "ok.jpg"}, {"id": "b", "image": bad}])
     with pytest.raises(SourceError, match=f"row 3: .*{message}"):
         read_source(path)
+
+
+def _write(path, kind, rows):
+    if kind == "csv":
+        _write_csv(path, rows)
+    elif kind == "jsonl":
+        path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    else:
+        pq.write_table(pa.Table.from_pylist(rows), path)
+
+
+@pytest.mark.parametrize("kind", ["csv", "jsonl", "parquet"])
+@pytest.mark.parametrize("column, value, message", [
+    ("title", "t" * 10_001, r"row \d: column 'title' holds 10,001 characters, over the 10,000"),
+    ("material", "m" * 20_000, r"row \d: column 'material' holds 20,000 characters"),
+    ("id", "i" * 501, r"row \d: column 'id' holds 501 characters, over the 500"),
+    ("w" * 10_001, "x", r"row \d: column '\(a column name\)' holds 10,001 characters"),
+])
+def test_every_manifest_text_has_a_length_cap_naming_row_and_column(tmp_path, kind, column, value,
+                                                                    message):
+    rows = _manifest_rows()
+    rows = [{**r, column: "ok" if column != "id" else r["id"]} for r in rows]
+    rows[1][column] = value
+    path = tmp_path / f"m.{kind}"
+    _write(path, kind, rows)
+    with pytest.raises(SourceError, match=message) as err:
+        read_source(path)
+    assert "manifest_max_" in err.value.hint
+    if column in ("title", "material"):  # the setting raises the cap
+        assert len(read_source(path, max_text_chars=50_000)) == 2
+
+
+def test_a_deeply_nested_jsonl_row_names_its_line_not_a_recursion_error(tmp_path):
+    path = tmp_path / "m.jsonl"
+    nested = '{"id": "b", "image": "2.jpg", "x": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    path.write_text(json.dumps({"id": "a", "image": "1.jpg"}) + "\n" + nested + "\n")
+    with pytest.raises(SourceError, match="line 2 nests its values too deeply"):
+        read_source(path)

@@ -13,8 +13,8 @@ import hmac
 import json
 import re
 import secrets
-import time
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from vismerch.catalog.store import utc_timestamp
@@ -42,14 +42,29 @@ class ApiKey:
     revoked_at: str | None
 
     def usable(self, now: str | None = None) -> bool:
-        """Not revoked and not expired (timestamps are RFC 3339 UTC, so they sort as text)."""
-        now = now or utc_timestamp()
-        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+        """Not revoked and not expired, compared as times (as text, a year past 9999 sorted
+        before this one: a key for 450000w was expired when made)."""
+        if self.revoked_at is not None:
+            return False
+        if self.expires_at is None:
+            return True
+        return _moment(self.expires_at) > _moment(now or utc_timestamp())
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "role": self.role, "name": self.name, "created_at": self.created_at,
                 "expires_at": self.expires_at, "revoked_at": self.revoked_at,
                 "active": self.usable()}
+
+
+def _moment(stamp: str) -> datetime:
+    """An RFC 3339 UTC stamp as a time. A year past 9999 (written by versions that made such
+    expiries) is the far future; any other stamp that cannot be read, long past."""
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        year = re.match(r"^(\d+)-", stamp)
+        far = year is not None and int(year.group(1)) > 9999
+        return (datetime.max if far else datetime.min).replace(tzinfo=UTC)
 
 
 def parse_duration(text: str) -> int:
@@ -78,8 +93,13 @@ def create_key(store: Any, role: str, *, expires_in: int | None = None,
         raise UsageError("expiry must be in the future")
     key_id, secret, salt = secrets.token_hex(6), secrets.token_urlsafe(32), secrets.token_bytes(16)
     created = utc_timestamp()
-    expires = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + expires_in))
-               if expires_in else None)
+    expires = None
+    if expires_in:
+        try:
+            expires = (datetime.now(UTC) + timedelta(seconds=expires_in)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        except OverflowError:  # past the year 9999
+            raise UsageError(f"expiry in {expires_in:,} seconds is past the year 9999",
+                             hint="give a shorter lifetime, or none for a key that never expires") from None
     with store.transaction() as con:
         con.execute("INSERT INTO api_keys (id, role, name, salt, hash, created_at, expires_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -142,6 +162,12 @@ def record(store: Any, actor: str, action: str, *, role: str | None = None,
             (utc_timestamp(), actor, role, action, target, status,
              json.dumps(detail, default=str) if detail else None))
     return int(cur.lastrowid)
+
+
+def set_status(store: Any, row_id: int, status: int) -> None:
+    """The HTTP status of an audit row written with its write (``catalog/audit_context.py``)."""
+    with store.transaction() as con:
+        con.execute("UPDATE audit_log SET status = ? WHERE id = ?", (int(status), int(row_id)))
 
 
 def audit_entries(store: Any, *, after: int = 0, limit: int = 100,

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vismerch.catalog.store import Store, utc_timestamp
+from vismerch.errors import Conflict
 
 
 def _row(r: Any) -> dict[str, Any]:
@@ -107,10 +108,25 @@ def apply_refresh(store: Store, new: Mapping[str, tuple[str, Mapping[str, Any]]]
     return removed
 
 
-def delete(store: Store, name: str) -> int:
-    """Delete a collection, its members and the rules scoped to it; how many rules went."""
+def is_published(con: Any, name: str) -> bool:
+    return con.execute("SELECT 1 FROM published_grids WHERE collection = ? UNION ALL SELECT 1 FROM "
+                       "arrangement_publications WHERE collection = ? LIMIT 1", (name, name)).fetchone() \
+        is not None
+
+
+def delete(store: Store, name: str, *, unpublish: bool = False) -> tuple[int, int]:
+    """Delete a collection, its members, the rules scoped to it, its versions, their
+    publication history and its storefront grid, all in one transaction, so a collection
+    made again under the same name starts empty and never serves the old grid. A published
+    one is refused (Conflict) unless ``unpublish``. Returns (rules, versions) removed."""
     with store.transaction() as con:
+        if not unpublish and is_published(con, name):
+            raise Conflict(f"{name!r} is published: deleting it takes its storefront grid down",
+                           hint="a publisher or admin key may delete it (grid, versions and all)")
         n_rules = con.execute("DELETE FROM rules WHERE scope = ?", (name,)).rowcount
+        con.execute("DELETE FROM published_grids WHERE collection = ?", (name,))
+        con.execute("DELETE FROM arrangement_publications WHERE collection = ?", (name,))
+        n_versions = con.execute("DELETE FROM arrangement_versions WHERE collection = ?", (name,)).rowcount
         con.execute("DELETE FROM collection_members WHERE collection = ?", (name,))
         con.execute("DELETE FROM collections WHERE name = ?", (name,))
-    return int(n_rules)
+    return int(n_rules), int(n_versions)

@@ -19,6 +19,7 @@ an fsspec path that does not exist is ``missing-file``, a directory ``not-a-file
 
 from __future__ import annotations
 
+import mmap
 import random
 import socket
 import ssl
@@ -27,12 +28,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 import httpcore
 
+from vismerch.catalog.spool import Spool, Spooled, budget_for
 from vismerch.catalog.urlguard import AddressRefused, AllowList, resolve
 from vismerch.errors import DecodeError, SourceError
 
@@ -42,6 +44,7 @@ HTTP_SCHEMES = ("http", "https")
 FSSPEC_PACKAGES = {"file": None, "s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs"}
 REDIRECTS = (301, 302, 303, 307, 308)
 USER_AGENT = "vismerch-ingest/1"
+_CHUNK = 1 << 20  # fsspec reads, a MiB at a time into the spool
 T = TypeVar("T")
 
 
@@ -104,6 +107,8 @@ class FetchPolicy:
     max_bytes: int | None = None
     allow: AllowList = AllowList()
     max_redirects: int = MAX_REDIRECTS
+    memory_bytes: int = 64 << 20  # all downloads of the process in memory at once (spool.py)
+    spool_bytes: int = 8 << 20  # one download past this goes to a temporary file
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> FetchPolicy:
@@ -116,7 +121,12 @@ class FetchPolicy:
             concurrency=max(1, int(settings["fetch_concurrency"])),
             max_bytes=int(settings["max_image_bytes"]) or None,
             allow=AllowList.parse(settings["fetch_allow_hosts"]),
+            memory_bytes=max(0, int(settings["fetch_memory_bytes"])),
+            spool_bytes=max(0, int(settings["fetch_spool_bytes"])),
         )
+
+    def spool(self) -> Spool:
+        return Spool(budget_for(self.memory_bytes), self.spool_bytes)
 
 
 @dataclass
@@ -124,13 +134,22 @@ class Fetched:
     """One download: the bytes (None when the server said 304 Not Modified) and the
     validators to send next time."""
 
-    data: bytes | None
+    data: bytes | mmap.mmap | None  # an mmap when the download was spooled to disk
     etag: str | None = None
     last_modified: str | None = None
+    spooled: Spooled | None = field(default=None, repr=False, compare=False)
 
     @property
     def not_modified(self) -> bool:
         return self.data is None
+
+    def take(self) -> bytes | None:
+        """The bytes, giving back their share of the process's download budget."""
+        return self.spooled.take() if self.spooled is not None else self.data
+
+    @classmethod
+    def of(cls, spooled: Spooled, etag: str | None = None, last_modified: str | None = None) -> Fetched:
+        return cls(spooled.data, etag, last_modified, spooled)
 
 
 class GuardedBackend(httpcore.SyncBackend):
@@ -245,9 +264,9 @@ class HttpFetcher:
                 got_headers = response.headers
                 location = _header(got_headers, b"location")
                 if status == 200:
-                    data = self._body(url, response, got_headers, started)
-                    return status, location, Fetched(data, _header(got_headers, b"etag"),
-                                                     _header(got_headers, b"last-modified"))
+                    body = self._body(url, response, got_headers, started)
+                    return status, location, Fetched.of(body, _header(got_headers, b"etag"),
+                                                        _header(got_headers, b"last-modified"))
         except AddressRefused as exc:  # on this hop's connection: never retried
             raise FetchFailed(exc.reason, exc.message) from None
         except FetchFailed:
@@ -271,30 +290,36 @@ class HttpFetcher:
                           retry=status >= 500 or status == 429,
                           wait=_retry_after(_header(got_headers, b"retry-after")))
 
-    def _body(self, url: str, response, headers, started: float) -> bytes:
+    def _body(self, url: str, response, headers, started: float) -> Spooled:
         cap, deadline = self.policy.max_bytes, self.policy.deadline
         length = _header(headers, b"content-length")
         if cap and length and length.isdigit() and int(length) > cap:
             raise FetchFailed("fetch-too-large", f"{url} is {int(length):,} bytes, over "
                               f"max_image_bytes ({cap:,})")
-        chunks, total = [], 0
-        for chunk in response.iter_stream():
-            total += len(chunk)
-            if cap and total > cap:
-                raise FetchFailed("fetch-too-large", f"{url} sent more than max_image_bytes ({cap:,})")
-            if time.monotonic() - started > deadline:
-                # a server dripping bytes never trips the read timeout
-                raise FetchFailed("fetch-timeout", f"{url}: not finished within fetch_deadline "
-                                  f"({deadline:g} s)", retry=True)
-            chunks.append(chunk)
-        return b"".join(chunks)
+        spool = self.policy.spool()
+        try:
+            for chunk in response.iter_stream():
+                if cap and spool.size + len(chunk) > cap:
+                    raise FetchFailed("fetch-too-large", f"{url} sent more than max_image_bytes ({cap:,})")
+                if time.monotonic() - started > deadline:
+                    # a server dripping bytes never trips the read timeout
+                    raise FetchFailed("fetch-timeout", f"{url}: not finished within fetch_deadline "
+                                      f"({deadline:g} s)", retry=True)
+                spool.write(chunk)
+        except BaseException:
+            spool.discard()
+            raise
+        return spool.finish()
 
     def close(self) -> None:
         self._pool.close()
 
 
-def read_fsspec(url: str, max_bytes: int | None) -> bytes:
-    """The bytes of an fsspec URL (``s3://``, ``gs://``, ``file://``), at most ``max_bytes``."""
+def read_fsspec(url: str, max_bytes: int | None, spool: Spool | None = None) -> Spooled:
+    """The bytes of an fsspec URL (``s3://``, ``gs://``, ``file://``), at most ``max_bytes``,
+    read in chunks into ``spool`` (memory under the process budget, else a temporary file)."""
+    spool = spool or FetchPolicy().spool()
+    done = False
     import fsspec
 
     from vismerch.catalog.reading import NOT_A_FILE, FileRefused
@@ -309,16 +334,21 @@ def read_fsspec(url: str, max_bytes: int | None) -> bytes:
             raise FetchFailed("fetch-too-large", f"{url} is {size:,} bytes, over max_image_bytes "
                               f"({max_bytes:,})")
         with fs.open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1) if max_bytes else fh.read()
+            while chunk := fh.read(_CHUNK):
+                spool.write(chunk)
+                if max_bytes and spool.size > max_bytes:
+                    raise FetchFailed("fetch-too-large", f"{url} is over max_image_bytes ({max_bytes:,})")
+        done = True
     except FileNotFoundError:
         raise FetchFailed("missing-file", f"{url} does not exist") from None
     except ImportError as exc:  # the ingest checked this before the run; a worker may differ
         raise FetchFailed("fetch-error", f"{url}: {exc}") from None
     except (OSError, ValueError) as exc:
         raise FetchFailed("fetch-error", f"{url}: {type(exc).__name__}: {exc}", retry=True) from None
-    if max_bytes and len(data) > max_bytes:
-        raise FetchFailed("fetch-too-large", f"{url} is over max_image_bytes ({max_bytes:,})")
-    return data
+    finally:
+        if not done:
+            spool.discard()
+    return spool.finish()
 
 
 _FETCHERS: dict[FetchPolicy, HttpFetcher] = {}
@@ -343,14 +373,14 @@ def fetch(url: str, policy: FetchPolicy, etag: str | None = None,
     if scheme in FSSPEC_PACKAGES:
         fetcher = fetcher_for(policy)  # its per-host slots bound the reads per bucket too
         with fetcher._slot(f"{scheme}://{urlsplit(url).netloc}"):
-            return Fetched(_retry_fsspec(url, policy))
+            return Fetched.of(_retry_fsspec(url, policy))
     raise FetchFailed("fetch-bad-url", f"{url!r}: unsupported URL scheme")
 
 
-def _retry_fsspec(url: str, policy: FetchPolicy) -> bytes:
+def _retry_fsspec(url: str, policy: FetchPolicy) -> Spooled:
     for attempt in range(policy.retries + 1):
         try:
-            return read_fsspec(url, policy.max_bytes)
+            return read_fsspec(url, policy.max_bytes, policy.spool())
         except FetchFailed as exc:
             if not exc.retry or attempt == policy.retries:
                 raise

@@ -47,8 +47,10 @@ def get_job(store: Store, job_id: int) -> dict[str, Any] | None:
     return None if row is None else _decode(row)
 
 
-def list_jobs(store: Store, limit: int = 50) -> list[dict[str, Any]]:
-    rows = store.db.execute("SELECT * FROM jobs ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+def list_jobs(store: Store, limit: int = 50, before: int | None = None) -> list[dict[str, Any]]:
+    """Newest first; with ``before`` only jobs older than that id (the next page)."""
+    rows = store.db.execute("SELECT * FROM jobs WHERE id < ? ORDER BY id DESC LIMIT ?",
+                            (2**63 - 1 if before is None else int(before), limit)).fetchall()
     return [_decode(r) for r in rows]
 
 

@@ -6,7 +6,10 @@ to the manifest's folder, or a URL (``http(s)://``, ``s3://``, ``gs://``, or ``f
 inside the manifest's folder) downloaded by the workers (``catalog/fetch.py``); ``id,
 title, description, category, brand, price, stock, sales, created_at`` are optional;
 every other column is kept as an attribute.
-Problems are SourceErrors that name the file and the row.
+Problems are SourceErrors that name the file and the row. Every text a manifest holds
+(id, image, each column, attribute names and values) has a length cap
+(``manifest_max_id_chars``, ``manifest_max_text_chars``): a longer one stops the run naming
+the row and column, so no row can make every later search or product read carry megabytes.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ KNOWN_COLUMNS = ("id", "image", "title", "description", "category", "brand",
                  "price", "stock", "sales", "created_at")
 NUMERIC_COLUMNS = ("price", "stock", "sales")
 MANIFEST_SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+MAX_ID_CHARS, MAX_TEXT_CHARS = 500, 10_000  # defaults of the manifest_max_* settings
 
 
 @dataclass
@@ -52,8 +56,10 @@ class ProductRecord:
         return self.image_url if self.image_url is not None else str(self.image_path)
 
 
-def read_source(source: str | os.PathLike) -> list[ProductRecord]:
-    """Read a folder or a manifest file into product records (sorted by id)."""
+def read_source(source: str | os.PathLike, *, max_id_chars: int = MAX_ID_CHARS,
+                max_text_chars: int = MAX_TEXT_CHARS) -> list[ProductRecord]:
+    """Read a folder or a manifest file into product records (sorted by id); a manifest's
+    texts are capped at ``max_id_chars`` (ids) and ``max_text_chars`` (the rest)."""
     path = Path(source)
     if not path.exists():
         raise SourceError(f"source {path} does not exist", hint="pass a folder of images or a manifest")
@@ -65,7 +71,7 @@ def read_source(source: str | os.PathLike) -> list[ProductRecord]:
             f"{path}: unknown source type {path.suffix!r}",
             hint="use a folder, or a manifest ending in .csv, .jsonl or .parquet",
         )
-    return read_manifest(path)
+    return read_manifest(path, max_id_chars=max_id_chars, max_text_chars=max_text_chars)
 
 
 def read_folder(folder: Path) -> list[ProductRecord]:
@@ -102,6 +108,9 @@ def _rows(path: Path, kind: str) -> tuple[list[str], list[dict[str, Any]]]:
                         row = json.loads(line)
                     except json.JSONDecodeError as exc:
                         raise SourceError(f"{path}: line {lineno} is not valid JSON: {exc.msg}") from None
+                    except RecursionError:
+                        raise SourceError(f"{path}: line {lineno} nests its values too deeply to read",
+                                          hint="attributes are plain values or shallow objects") from None
                     if not isinstance(row, dict):
                         raise SourceError(f"{path}: line {lineno} is not a JSON object")
                     rows.append(row)
@@ -165,7 +174,31 @@ def _text(value: Any) -> str | None:
     return text or None
 
 
-def read_manifest(path: Path) -> list[ProductRecord]:
+def _capped(value: str | None, column: str, where: str, limit: int, setting: str) -> str | None:
+    """``value`` when it is at most ``limit`` characters (0: no cap); else a SourceError."""
+    if value is not None and 0 < limit < len(value):
+        raise SourceError(f"{where}: column {column[:100]!r} holds {len(value):,} characters, over the "
+                          f"{limit:,} allowed", hint=f"shorten it, or raise the {setting} setting")
+    return value
+
+
+def _attributes(row: dict[str, Any], where: str, limit: int) -> dict[str, Any]:
+    """Every column that is not a known one, its name and text capped at ``limit``."""
+    out = {}
+    for k, v in row.items():
+        if k in KNOWN_COLUMNS or k is None:
+            continue
+        _capped(str(k), "(a column name)", where, limit, "manifest_max_text_chars")
+        value = v if isinstance(v, (int, float)) and not isinstance(v, bool) else _text(v)
+        if isinstance(value, str):
+            _capped(value, str(k), where, limit, "manifest_max_text_chars")
+        if value is not None:
+            out[k] = value
+    return out
+
+
+def read_manifest(path: Path, *, max_id_chars: int = MAX_ID_CHARS,
+                  max_text_chars: int = MAX_TEXT_CHARS) -> list[ProductRecord]:
     path = path.resolve()
     kind = MANIFEST_SUFFIXES[path.suffix.lower()]
     columns, rows = _rows(path, kind)
@@ -181,35 +214,37 @@ def read_manifest(path: Path) -> list[ProductRecord]:
     first_row = 2 if kind == "csv" else 1
     for number, row in enumerate(rows, start=first_row):
         where = f"{path.name} row {number}"
-        image = _text(row.get("image"))
+        try:
+            texts = {c: _capped(_text(row.get(c)), c, where, max_text_chars, "manifest_max_text_chars")
+                     for c in ("image", "title", "description", "category", "brand", "created_at")}
+            attributes = _attributes(row, where, max_text_chars)
+        except RecursionError:  # str() of a value nested past Python's stack
+            raise SourceError(f"{where}: a value nests too deeply to read",
+                              hint="attributes are plain values, lists or shallow objects") from None
+        image = texts["image"]
         if not image:
             raise SourceError(f"{where}: empty 'image' value")
         url, full, default_id = _image_location(image, base, where)
-        product_id = _text(row.get("id")) or default_id
+        product_id = _capped(_text(row.get("id")) or default_id, "id", where, max_id_chars,
+                             "manifest_max_id_chars")
         if product_id in seen:
             raise SourceError(
                 f"{where}: duplicate id {product_id!r} (first seen at row {seen[product_id]})",
                 hint="every product needs its own id",
             )
         seen[product_id] = number
-        attributes = {
-            k: (_text(v) if not isinstance(v, (int, float, bool)) or isinstance(v, bool) else v)
-            for k, v in row.items()
-            if k not in KNOWN_COLUMNS and k is not None
-        }
-        attributes = {k: v for k, v in attributes.items() if v is not None}
         records.append(ProductRecord(
             id=product_id,
             image_path=full,
             image_url=url,
-            title=_text(row.get("title")),
-            description=_text(row.get("description")),
-            category=_text(row.get("category")),
-            brand=_text(row.get("brand")),
+            title=texts["title"],
+            description=texts["description"],
+            category=texts["category"],
+            brand=texts["brand"],
             price=_number(row.get("price"), "price", where),
             stock=_number(row.get("stock"), "stock", where),
             sales=_number(row.get("sales"), "sales", where),
-            created_at=_text(row.get("created_at")),
+            created_at=texts["created_at"],
             attributes=attributes,
         ))
     records.sort(key=lambda r: r.id)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from vismerch.catalog.audit_context import record_pending
 from vismerch.catalog.schema import MIGRATIONS, SCHEMA_VERSION
 from vismerch.catalog.thumbs import Thumbnail, has_legacy, read_legacy, read_packed
 from vismerch.errors import StoreError
@@ -183,11 +184,13 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic write: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any error."""
+        """One atomic write: BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any error. Inside an
+        audited CLI command the first one also holds its audit row (``audit_context``)."""
         self._make_writable()
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield self.db
+            record_pending(self.db)
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
@@ -227,9 +230,11 @@ class Store:
         rows = self.db.execute("SELECT status, COUNT(*) FROM products GROUP BY status").fetchall()
         return {row[0]: row[1] for row in rows}
 
-    def errors(self) -> list[dict[str, Any]]:
+    def errors(self, after: str | None = None, limit: int = -1) -> list[dict[str, Any]]:
+        """Refused images by product id; ``after``/``limit`` page them (keyset, in SQL)."""
         rows = self.db.execute(
-            "SELECT product_id, image_path, reason, detail FROM errors ORDER BY product_id"
+            "SELECT product_id, image_path, reason, detail FROM errors WHERE product_id > ?"
+            " ORDER BY product_id LIMIT ?", ("" if after is None else after, int(limit))
         ).fetchall()
         return [dict(row) for row in rows]
 

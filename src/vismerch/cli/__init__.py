@@ -75,12 +75,48 @@ def _register_all() -> None:
 _register_all()
 
 
+# merchandising writes: one audit row each
+AUDITED = ("collections", "rules", "arrange", "versions", "experiments")
+
+
+def _os_user() -> str:
+    import getpass
+    import os
+
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no name for this uid (a bare container)
+        return f"uid {os.getuid()}"
+
+
+def _audit_scope(argv: list[str]):
+    """The audit context of a merchandising command: its first write transaction records the
+    OS user and the command line (catalog/audit_context.py); any other command: none."""
+    import contextlib
+
+    from vismerch.catalog.audit_context import audited
+
+    words = [a for a in argv if not a.startswith("-")]
+    root_values = {argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("--config", "--setting")}
+    words = [w for w in words if w not in root_values]
+    if not words or words[0] not in AUDITED:
+        return contextlib.nullcontext()
+    two = words[0] in ("rules", "versions", "experiments")
+    action = "vismerch " + " ".join(words[:2] if two else words[:1])
+    row = {"actor": f"os:{_os_user()}", "action": action, "role": "cli",
+           "detail": {"argv": [a[:500] for a in argv[:50]]}}
+    return audited(lambda: row)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code (0 ok, 1 failed job, 2 bad usage)."""
+    import sys
+
     from vismerch.errors import VismerchError
 
     try:
-        rc = app(args=argv, standalone_mode=False)
+        with _audit_scope(list(sys.argv[1:] if argv is None else argv)):
+            rc = app(args=argv, standalone_mode=False)
     except VismerchError as exc:
         from rich.console import Console
 

@@ -90,9 +90,10 @@ def collections_cmd(
               f"{_safe(', '.join(out.created) or 'none')}")
         return
     if delete:
-        gone = service.delete_collection(ws, delete)
+        gone = service.delete_collection(ws, delete, unpublish=True)  # the store's operator
         _done(gone.model_dump(), json_out,
-              f"deleted {_safe(delete)} ({gone.rules_removed} scoped rules removed)")
+              f"deleted {_safe(delete)} ({gone.rules_removed} scoped rules, "
+              f"{gone.versions_removed} versions removed)")
         return
     if members:
         ids = service.members(ws, members)

@@ -3,7 +3,8 @@
     vismerch experiments create STORE --collection C --variants V1,V2 [--split 50,50] [--metric M] [--json]
     vismerch experiments list|results|stop|promote STORE [ID] ...
 
-CLI writes are audited with the OS user (``cli:<user>``), as API writes are with their key.
+Writes are audited with the OS user in the same transaction (``cli.main``), as API writes are
+with their key.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def _workspace(store: Path):
 
 
 def _actor() -> str:
-    return f"cli:{getpass.getuser()}"
+    return f"os:{getpass.getuser()}"
 
 
 def _split(text: str | None) -> list[float] | None:
@@ -66,9 +67,6 @@ def create(store: StoreArg,
             ws, collection, [v.strip() for v in variants.split(",") if v.strip()], split=_split(split),
             metric=metric, guardrails=[g.strip() for g in (guardrails or "").split(",") if g.strip()],
             holdout=holdout, min_lift=min_lift, ends_at=ends_at, by=_actor())
-        from vismerch.catalog import access
-
-        access.record(ws.store, _actor(), f"experiment create {exp.id}", target=collection)
     if json_out:
         _print_json(exp.model_dump())
         return
@@ -139,7 +137,7 @@ def stop_cmd(store: StoreArg, experiment_id: IdArg, json_out: JsonOpt = False) -
     from vismerch.service import experiments
 
     with _workspace(store) as ws:
-        exp = experiments.stop_experiment(ws, experiment_id, by=_actor(), audit_actor=_actor())
+        exp = experiments.stop_experiment(ws, experiment_id, by=_actor())
     _print_json(exp.model_dump()) if json_out else _say(f"experiment {exp.id} stopped")
 
 
@@ -152,7 +150,7 @@ def promote_cmd(store: StoreArg, experiment_id: IdArg,
     from vismerch.service import experiments
 
     with _workspace(store) as ws:
-        exp = experiments.promote_experiment(ws, experiment_id, variant, by=_actor(), audit_actor=_actor())
+        exp = experiments.promote_experiment(ws, experiment_id, variant, by=_actor())
     _print_json(exp.model_dump()) if json_out else _say(
         f"experiment {exp.id}: {_safe(exp.winner)} published on {_safe(exp.collection)}")
 

@@ -20,6 +20,7 @@ are evaluated as records: their manifest fields, their attributes, and derived f
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -36,6 +37,7 @@ DEFAULT_COLUMNS = ("collection", "collections")
 _COLUMNS_META = "merch.collection_columns"
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _SPLIT_RE = re.compile(r"[;|,]")
+log = logging.getLogger(__name__)
 
 
 def slug(text: Any) -> str | None:
@@ -162,7 +164,11 @@ def _members(kind: str, definition: dict[str, Any], index: _Index,
         found = index.column(definition["column"], definition["value"])
     elif kind == "rule":
         where = definition.get("where")
-        expr = parse(where) if where else None
+        try:
+            expr = parse(where) if where else None
+        except UsageError as exc:  # saved before the parser refused it: empty, never a crash
+            log.warning("collection condition %r no longer parses: %s", where, exc.message.splitlines()[0])
+            return []
         found = [r["id"] for r in index.records if expr is None or expr.evaluate(r)]
     else:
         raise UsageError(f"unknown collection kind {kind!r}")
@@ -316,7 +322,10 @@ def create_collection(store: Any, name: str, *, where: str | None = None,
     else:
         if where is not None:
             try:
-                parse(where).check_fields(known_fields(records))
+                expr = parse(where)
+                expr.check_fields(known_fields(records))
+                for sample in ({}, *records[:1]):  # an evaluation error is refused now, not in every preview
+                    expr.probe(sample)
             except InvalidInput:
                 raise
             except UsageError as exc:
@@ -342,8 +351,9 @@ def add_collection_column(store: Any, column: str) -> dict[str, Any]:
     return refresh_collections(store)
 
 
-def delete_collection(store: Any, name: str) -> dict[str, Any]:
-    """Delete a collection, its members and the rules scoped to it (versions are kept).
+def delete_collection(store: Any, name: str, *, unpublish: bool = False) -> dict[str, Any]:
+    """Delete a collection, its members, the rules scoped to it and its versions (a published
+    one only with ``unpublish``, which takes its storefront grid down in the same transaction).
     The catalog's own collections (categories, column values) come back at every ingest,
     and a parent would orphan its sub-collections: both are refused (Conflict)."""
     row = get_collection(store, name)
@@ -355,4 +365,5 @@ def delete_collection(store: Any, name: str) -> dict[str, Any]:
     if children:
         raise Conflict(f"{name!r} has sub-collections: {', '.join(children[:10])}",
                        hint="delete the sub-collections first")
-    return {"name": name, "rules_removed": db.delete(store, name)}
+    n_rules, n_versions = db.delete(store, name, unpublish=unpublish)
+    return {"name": name, "rules_removed": n_rules, "versions_removed": n_versions}

@@ -87,7 +87,7 @@ def tokenize(text: str) -> list[Token]:
         kind = m.lastgroup
         raw = m.group()
         if kind == "number":
-            tokens.append(Token("number", float(raw) if any(c in raw for c in ".eE") else int(raw), pos))
+            tokens.append(Token("number", _number(text, pos, raw), pos))
         elif kind == "string":
             tokens.append(Token("string", _unescape(raw[1:-1]), pos))
         elif kind == "qname":
@@ -104,6 +104,19 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
+def _number(text: str, pos: int, raw: str) -> int | float:
+    """A number literal; one a float cannot hold is refused here, so no rule stored can
+    raise OverflowError later when it is compared with a record's values."""
+    try:
+        value = float(raw) if any(c in raw for c in ".eE") else int(raw)
+        if math.isfinite(float(value)):
+            return value
+    except (OverflowError, ValueError):  # ValueError: ints past Python's digit limit
+        pass
+    shown = raw if len(raw) <= 20 else raw[:17] + "..."
+    raise _caret(text, pos, f"number {shown} is outside the range of a float (about ±1.8e308)")
+
+
 def _unescape(body: str) -> str:
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
 
@@ -114,13 +127,13 @@ def _unescape(body: str) -> str:
 def _as_number(value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
-    if isinstance(value, (int, float)):
-        return None if isinstance(value, float) and math.isnan(value) else float(value)
-    if isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, (int, float)):
+            return None if isinstance(value, float) and math.isnan(value) else float(value)
+        if isinstance(value, str):
             return float(value.strip())
-        except ValueError:
-            return None
+    except (ValueError, OverflowError):  # a record's huge int is no number a rule can order
+        return None
     return None
 
 
@@ -195,7 +208,20 @@ class Expression:
     fields: tuple[tuple[str, int], ...]  # (field name, 0-based position) in order of use
 
     def evaluate(self, record: Mapping[str, Any]) -> bool:
-        return _truthy(self._fn(record))
+        """Never raises: a record the expression cannot judge does not match, so one odd
+        value can never stop a preview or an arrangement."""
+        try:
+            return _truthy(self._fn(record))
+        except Exception:  # defensive; ``probe`` reports such errors at save time
+            return False
+
+    def probe(self, record: Mapping[str, Any]) -> bool:
+        """Evaluate once, raising UsageError when evaluation fails (checked on save)."""
+        try:
+            return _truthy(self._fn(record))
+        except Exception as exc:
+            raise UsageError(f"expression {self.text!r} fails on a sample product: "
+                             f"{type(exc).__name__}: {exc}"[:500]) from None
 
     def __call__(self, record: Mapping[str, Any]) -> bool:
         return self.evaluate(record)

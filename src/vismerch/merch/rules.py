@@ -121,12 +121,16 @@ def validate(rule: Rule) -> None:
         _parse_where(rule.condition)
 
 
-def _parse_where(condition: str, fields: set[str] | None = None) -> None:
-    """A syntax error (with its caret) or an unknown field, as InvalidInput naming ``where``."""
+def _parse_where(condition: str, fields: set[str] | None = None,
+                 samples: Sequence[Mapping[str, Any]] = ()) -> None:
+    """A syntax error (with its caret), an unknown field, or an evaluation that fails on a
+    sample record, as InvalidInput naming ``where``."""
     try:
         expr = parse(condition)
         if fields is not None:
             expr.check_fields(fields)
+        for record in samples:
+            expr.probe(record)
     except InvalidInput:
         raise
     except UsageError as exc:
@@ -147,10 +151,14 @@ def _check_against_store(store: Any, rule: Rule) -> None:
     if rule.scope and db_collections.row(store, rule.scope) is None:
         raise InvalidInput("collection", f"no collection named {rule.scope!r}",
                            hint="list them with: vismerch collections STORE")
+    if rule.kind == "pin" and store.product(rule.product_id) is None:
+        raise InvalidInput("product", f"no product {rule.product_id!r} in this store",
+                           hint="pin a product id the catalog has (GET /products)")
     if rule.condition and rule.kind in ("boost", "bury", "hide"):  # a typo'd column matches nothing
         from vismerch.merch.collections import known_fields, product_records
 
-        _parse_where(rule.condition, known_fields(product_records(store)))
+        records = product_records(store)
+        _parse_where(rule.condition, known_fields(records), [{}, *records[:1]])
 
 
 def add_rule(store: Any, kind: str, *, scope: str | None = None, condition: str | None = None,
@@ -314,6 +322,18 @@ def _priority(rule: Rule, lineage: Sequence[str] = ()) -> tuple[int, int]:
     return (lineage.index(rule.scope) + 1 if rule.scope in lineage else 0, -rule.id)
 
 
+def _condition(rule: Rule, res: Resolution) -> Any:
+    """The rule's parsed condition; None (and a conflict saying so) for one stored before the
+    parser refused it, so it is reported, never fatal to the arrangement."""
+    try:
+        return parse(OUT_OF_STOCK if rule.kind == "bury-out-of-stock" else rule.condition or "")
+    except UsageError as exc:
+        res.conflicts.append({"kind": "broken-condition", "rule": rule.id, "winner": None,
+                              "product": None, "position": None,
+                              "resolution": f"rule ignored: {exc.message.splitlines()[0]}"})
+        return None
+
+
 def resolve(rules: Sequence[Rule], records: Sequence[Mapping[str, Any]], scores: np.ndarray, *,
             collection: str | None = None, vectors: np.ndarray | None = None,
             reverted: set[tuple[int, str]] | None = None, lineage: Sequence[str] = (),
@@ -332,8 +352,9 @@ def resolve(rules: Sequence[Rule], records: Sequence[Mapping[str, Any]], scores:
     for rule in sorted(rules, key=lambda r: r.id):
         if rule.kind == "pin":
             continue
-        condition = OUT_OF_STOCK if rule.kind == "bury-out-of-stock" else rule.condition
-        expr = parse(condition or "")
+        expr = _condition(rule, res)
+        if expr is None:
+            continue
         match = [i for i, rec in enumerate(records) if expr.evaluate(rec)]
         if match:
             res.applied.add(rule.id)
@@ -343,7 +364,7 @@ def resolve(rules: Sequence[Rule], records: Sequence[Mapping[str, Any]], scores:
             continue
         delta = rule.factor / 100.0 * (1 if rule.kind == "boost" else -1)
         verb = "boosted" if delta > 0 else "buried"
-        label = "out of stock" if rule.kind == "bury-out-of-stock" else condition
+        label = "out of stock" if rule.kind == "bury-out-of-stock" else rule.condition
         for i in match:
             adjusted[i] += delta
             res.notes.setdefault(i, []).append(f"{verb} {delta:+.2f} by rule #{rule.id} ({label})")

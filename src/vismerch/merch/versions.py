@@ -62,8 +62,10 @@ def reorder(items: Sequence[Sequence[str]], ids: Sequence[str]) -> list[list[str
     return out
 
 
-def check_ids(ids: Sequence[Any], known: Iterable[str] | None = None, field: str = "ids") -> list[str]:
-    """A hand-made order: product id strings, none twice, each in ``known`` when given."""
+def check_ids(ids: Sequence[Any], known: Iterable[str] | None = None, field: str = "ids",
+              where: str = "this store") -> list[str]:
+    """A hand-made order: product id strings, none twice, each in ``known`` (the products
+    of ``where``) when given."""
     seen: set[str] = set()
     for k, pid in enumerate(ids):
         if not isinstance(pid, str) or not pid:
@@ -75,7 +77,7 @@ def check_ids(ids: Sequence[Any], known: Iterable[str] | None = None, field: str
         known = set(known)
         for k, pid in enumerate(ids):
             if pid not in known:
-                raise InvalidInput(f"{field}[{k}]", f"{pid!r} is not a product of this store")
+                raise InvalidInput(f"{field}[{k}]", f"{pid!r} is not a product of {where}")
     return list(ids)
 
 
@@ -94,12 +96,19 @@ def diff_orders(a: Sequence[str], b: Sequence[str]) -> dict[str, Any]:
     }
 
 
+# bidi controls (an RLO shows "gpj.exe" as "exe.jpg") and control characters other than the
+# tab, CR and LF that CSV quotes: dropped from exported text cells
+_HIDDEN = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                     "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
 def spreadsheet_safe(cell: Any) -> Any:
-    """A text cell a spreadsheet would run as a formula, prefixed with ``'`` (OWASP's
-    CSV-injection advice); numbers and other text pass unchanged."""
-    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
-        return "'" + cell
-    return cell
+    """A text cell without bidi or control characters, and prefixed with ``'`` when a
+    spreadsheet would run it as a formula (OWASP's CSV-injection advice); numbers pass."""
+    if not isinstance(cell, str):
+        return cell
+    cell = _HIDDEN.sub("", cell)
+    return "'" + cell if cell.startswith(FORMULA_STARTS) else cell
 
 
 EXPORT_FORMATS = ("csv", "json")

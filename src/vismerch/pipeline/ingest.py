@@ -385,24 +385,29 @@ def ingest(
     _check_fetch_settings(settings)
     _check_models(backend_specs(backends, backend_options))
 
-    records = read_source(source)
-    by_id = {r.id: r for r in records}
-    store = Store.open(store_path, create=True)
-    try:
-        with writer_lock(store.path):
-            return _ingest_locked(store, source, records, by_id, settings, n_workers, backends,
-                                  backend_options, distributor, progress, derive, started,
-                                  on_progress)
-    except (OSError, sqlite3.OperationalError) as exc:
-        if not _disk_full(str(exc)) and getattr(exc, "errno", None) != errno.ENOSPC:
-            raise
-        raise StoreError(
-            f"the disk holding {store.path} is full ({exc}); the store stays consistent: every "
-            "task committed so far is whole and nothing half-written is counted",
-            hint="free some space and run the same command again: it resumes where it stopped",
-        ) from exc
-    finally:
-        store.close()
+    existing = Path(store_path).is_dir()
+    with contextlib.ExitStack() as locked:
+        if existing:  # a store that may be busy (a job): refused on its lock before the source is read
+            locked.enter_context(writer_lock(store_path))
+        records = read_source(source, max_id_chars=settings.manifest_max_id_chars,
+                              max_text_chars=settings.manifest_max_text_chars)
+        store = Store.open(store_path, create=True)  # only now: a bad manifest makes no store
+        try:
+            if not existing:  # a new store: nobody else can know it yet
+                locked.enter_context(writer_lock(store.path))
+            return _ingest_locked(store, source, records, {r.id: r for r in records}, settings,
+                                  n_workers, backends, backend_options, distributor, progress,
+                                  derive, started, on_progress)
+        except (OSError, sqlite3.OperationalError) as exc:
+            if not _disk_full(str(exc)) and getattr(exc, "errno", None) != errno.ENOSPC:
+                raise
+            raise StoreError(
+                f"the disk holding {store.path} is full ({exc}); the store stays consistent: every "
+                "task committed so far is whole and nothing half-written is counted",
+                hint="free some space and run the same command again: it resumes where it stopped",
+            ) from exc
+        finally:
+            store.close()
 
 
 def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_workers: int,

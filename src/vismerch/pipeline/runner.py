@@ -204,7 +204,7 @@ def _take(item: TaskItem, got: Any, res: ItemResult) -> bytes | None:
         if got.not_modified:  # the planner sent validators only for a fully featured hash
             res.sha256, res.unchanged = item.sha256, True
             return None
-        return got.data
+        return got.take()  # gives back its share of the download budget
     return got
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import json
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,63 +19,16 @@ from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
 from vismerch import __version__
-from vismerch.catalog import access
 from vismerch.config import Settings, load_settings, setting
-from vismerch.serve import errors
-from vismerch.serve.auth import Authenticator, RateLimiter
+from vismerch.serve import docs, errors
+from vismerch.serve.audit import AuditMiddleware
+from vismerch.serve.auth import Authenticator, FailureThrottle, RateLimiter
+from vismerch.serve.guard import RequestGuard
 from vismerch.serve.routes import shop, ui
-from vismerch.serve.sessions import WRITE_METHODS
 
 API_PREFIX = "/api/v1"
 ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin",
                  "versions", "collections", "rules", "jobs", "plan", "events", "experiments")
-_AUDIT_BODY_BYTES = 4096  # the start of a JSON write body is kept in the audit row
-
-
-class AuditMiddleware:
-    """Appends one audit row per write an authenticated key made (who, when, what, status).
-    A route that answers a POST without writing (a preview) sets ``request.state.read_only``."""
-
-    def __init__(self, app: Any, store_of: Any):
-        self.app, self.store_of = app, store_of
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] not in WRITE_METHODS:
-            await self.app(scope, receive, send)
-            return
-        seen = {"status": None, "body": b""}
-        json_body = b"json" in dict(scope.get("headers") or []).get(b"content-type", b"")
-
-        async def receive_and_keep() -> dict:
-            message = await receive()
-            if json_body and message.get("type") == "http.request":
-                seen["body"] = (seen["body"] + message.get("body", b""))[:_AUDIT_BODY_BYTES]
-            return message
-
-        async def send_and_watch(message: dict) -> None:
-            if message["type"] == "http.response.start":
-                seen["status"] = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive_and_keep, send_and_watch)
-        finally:
-            state = scope.get("state") or {}
-            principal = state.get("principal")
-            # a POST that only reads, or a write the event log records with its key itself
-            if principal is not None and not state.get("read_only") and not state.get("audited_in_log"):
-                detail: dict[str, Any] = {}
-                if scope.get("query_string"):
-                    detail["query"] = scope["query_string"].decode(errors="replace")
-                if seen["body"]:
-                    try:
-                        detail["body"] = json.loads(seen["body"])
-                    except ValueError:
-                        detail["body"] = seen["body"].decode(errors="replace")
-                await anyio.to_thread.run_sync(lambda: access.record(
-                    self.store_of(), principal.key_id, f"{scope['method']} {scope['path']}",
-                    role=principal.role, target=scope["path"], status=seen["status"] or 500,
-                    detail=detail or None))
 
 
 def needed_role(route: APIRoute) -> str | None:
@@ -110,27 +63,36 @@ def create_app(workspace: Any, settings: Settings | None = None, *, threads: int
     def store_of() -> Any:
         return workspace.store
 
+    body_max = int(setting(settings, "serve_body_max_bytes"))
     app = FastAPI(
         title="vismerch", version=__version__,
         description="Visual merchandising API: catalog, search, duplicates, quality, collections, "
                     "rules, arrangements, versions, ingest jobs, plan, and a storefront read.",
-        openapi_url="/openapi.json", docs_url="/docs", redoc_url=None, lifespan=lifespan,
+        openapi_url="/openapi.json", docs_url=None, redoc_url=None, lifespan=lifespan,
     )
     app.state.workspace = workspace
     app.state.settings = settings
     app.state.store_of = store_of
-    app.state.auth = Authenticator(store_of, RateLimiter(setting(settings, "serve_rate_limit"),
-                                                         setting(settings, "serve_rate_burst")))
+    app.state.auth = Authenticator(
+        store_of, RateLimiter(setting(settings, "serve_rate_limit"), setting(settings, "serve_rate_burst")),
+        FailureThrottle(setting(settings, "serve_auth_fail_limit"),
+                        setting(settings, "serve_auth_fail_window")))
+    app.state.client_ip_header = setting(settings, "serve_client_ip_header")
+    app.state.refusals = Counter()  # 401/403/429 by status and code, this process (GET /audit/refusals)
     errors.install(app)
     app.state.route_table = []
+    upload_max = int(setting(settings, "serve_upload_max_bytes"))
     for name in ROUTE_MODULES:
         module = importlib.import_module(f"vismerch.serve.routes.{name}")
         app.include_router(module.router, prefix=API_PREFIX, responses=errors.ERROR_RESPONSES)
         app.state.route_table += route_table(module.router)
         if hasattr(module, "setup"):  # per-app state a module keeps (caches)
             module.setup(app)
-    ui.install(app)  # the web app (/ui/, outside /api/v1 and its OpenAPI)
-    shop.install(app)  # the storefront example page (/shop/), same
+    ui.install(app, int(setting(settings, "serve_sessions_per_key")))  # web app: /ui/, outside /api/v1
+    shop.install(app)  # the storefront example page (/shop/), outside /api/v1 too
+    docs.install(app)  # Swagger UI from the package's own files, or none (serve/docs.py)
+    app.add_middleware(RequestGuard, prefix=API_PREFIX, body_max=body_max, upload_max=upload_max,
+                       body_timeout=float(setting(settings, "serve_body_timeout")))
     app.add_middleware(AuditMiddleware, store_of=store_of)
     origins = [o.strip() for o in str(setting(settings, "serve_cors_origins")).split(",") if o.strip()]
     if origins:

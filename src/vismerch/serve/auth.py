@@ -18,6 +18,7 @@ import hashlib
 import math
 import threading
 import time
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -72,12 +73,64 @@ class RateLimiter:
             return (1.0 - tokens) / self.rate
 
 
+class FailureThrottle:
+    """Failed authentications per subject (a key id, a client address) in a sliding window,
+    and the digests of key texts that failed lately: a guess repeated within the window is
+    refused without another 16 MiB scrypt, and a subject past ``limit`` failures waits."""
+
+    MAX_SUBJECTS = 100_000  # memory bound: the oldest subjects are forgotten past it
+
+    def __init__(self, limit: int, window: float):
+        self.limit, self.window = int(limit), float(window)
+        self._fails: OrderedDict[str, deque[float]] = OrderedDict()
+        self._bad: OrderedDict[str, float] = OrderedDict()  # digest -> when it failed
+        self._lock = threading.Lock()
+
+    def wait(self, subjects: list[str]) -> float:
+        """0 when these subjects may try, else the seconds until the oldest failure ages out."""
+        if self.limit <= 0:
+            return 0.0
+        now = time.monotonic()
+        with self._lock:
+            waits = [times[0] + self.window - now for s in subjects
+                     if (times := self._fresh(s, now)) is not None and len(times) >= self.limit]
+        return max(waits, default=0.0)
+
+    def known_bad(self, digest: str) -> bool:
+        with self._lock:
+            at = self._bad.get(digest)
+            return at is not None and time.monotonic() - at < self.window
+
+    def failed(self, subjects: list[str], digest: str | None = None) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for s in subjects:
+                times = self._fresh(s, now) or deque(maxlen=max(1, self.limit))
+                times.append(now)
+                self._fails[s] = times
+                self._fails.move_to_end(s)
+            if digest is not None:
+                self._bad[digest] = now
+                self._bad.move_to_end(digest)
+            for table in (self._fails, self._bad):
+                while len(table) > self.MAX_SUBJECTS:
+                    table.popitem(last=False)
+
+    def _fresh(self, subject: str, now: float) -> deque[float] | None:
+        times = self._fails.get(subject)
+        while times and now - times[0] >= self.window:
+            times.popleft()
+        return times
+
+
 class Authenticator:
     """Resolves a request's key to a Principal, or raises 401/429."""
 
-    def __init__(self, store_of: Callable[[], object], limiter: RateLimiter):
+    def __init__(self, store_of: Callable[[], object], limiter: RateLimiter,
+                 throttle: FailureThrottle | None = None):
         self._store_of = store_of
         self._limiter = limiter
+        self.throttle = throttle or FailureThrottle(0, 60.0)
         self._verified: dict[str, str] = {}  # sha256(key text) -> key id, after one scrypt check
         self._lock = threading.Lock()
 
@@ -86,7 +139,9 @@ class Authenticator:
         ``principal`` is a primary-key read and a dict lookup (cheap enough for the event loop)."""
         return bool(text) and hashlib.sha256(text.encode()).hexdigest() in self._verified
 
-    def principal(self, text: str | None) -> Principal:
+    def principal(self, text: str | None, client: str | None = None) -> Principal:
+        """The key's principal. ``client`` (the caller's address) and the key's id are
+        throttled after serve_auth_fail_limit failures (429); a key text known good skips that."""
         if not text:
             raise ApiError(401, "unauthenticated", "this route needs an API key",
                            hint="send Authorization: Bearer <key> (make one: vismerch keys create STORE)",
@@ -94,24 +149,36 @@ class Authenticator:
         store = self._store_of()
         digest = hashlib.sha256(text.encode()).hexdigest()
         key_id = self._verified.get(digest)
-        key = access.get_key(store, key_id) if key_id else access.verify_key(store, text)
+        if key_id is not None:
+            return self._admit(access.get_key(store, key_id), [f"addr:{client}"])
+        parts = access.split_key(text)
+        subjects = [f"addr:{client}"] + ([f"key:{parts[0]}"] if parts else [])
+        wait = self.throttle.wait(subjects)
+        if wait > 0:
+            raise ApiError(429, "auth_throttled", "too many failed sign-ins from this address or for this "
+                           "key; try again later", hint="see Retry-After",
+                           headers={"Retry-After": str(math.ceil(wait))})
+        key = None if self.throttle.known_bad(digest) else access.verify_key(store, text)
         if key is None:
+            self.throttle.failed(subjects, digest)
             raise ApiError(401, "unauthenticated", "unknown API key", headers={"WWW-Authenticate": "Bearer"})
-        if key_id is None:
-            with self._lock:
-                self._verified[digest] = key.id
-        return self._admit(key)
+        with self._lock:
+            self._verified[digest] = key.id
+        return self._admit(key, subjects)
 
     def principal_of_id(self, key_id: str) -> Principal:
         """The principal of a key already verified (a web session's); revocation still applies."""
         key = access.get_key(self._store_of(), key_id)
         if key is None:
             raise ApiError(401, "unauthenticated", "the session's API key no longer exists")
-        return self._admit(key)
+        return self._admit(key, [])
 
-    def _admit(self, key: access.ApiKey) -> Principal:
+    def _admit(self, key: access.ApiKey | None, subjects: list[str]) -> Principal:
+        if key is None:  # deleted since it was verified
+            raise ApiError(401, "unauthenticated", "unknown API key", headers={"WWW-Authenticate": "Bearer"})
         if not key.usable():
             why = "revoked" if key.revoked_at else "expired"
+            self.throttle.failed(subjects)
             raise ApiError(401, "unauthenticated", f"API key {key.id} is {why}",
                            hint="ask an admin for a new key", headers={"WWW-Authenticate": "Bearer"})
         wait = self._limiter.take(key.id)
@@ -129,18 +196,8 @@ def require(needed: str) -> Callable[..., Principal]:
     async def dependency(request: Request,
                          bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
                          header: str | None = Depends(_header)) -> Principal:
-        # async, so a request pays no thread-pool hop for auth: a key already verified costs
-        # one primary-key read, done here on the event loop; the first check of a key text
-        # (scrypt, tens of ms) and unknown keys go to a worker thread
-        text = bearer.credentials if bearer is not None else header
-        auth: Authenticator = request.app.state.auth
-        if text is None and request.cookies.get(COOKIE):
-            principal = _session_principal(request)  # one primary-key read, like a known key
-        elif auth.known(text):
-            principal = auth.principal(text)
-        else:
-            principal = await anyio.to_thread.run_sync(auth.principal, text)
-        request.state.principal = principal
+        # a write was authenticated by serve/guard.py before its body was read
+        principal = getattr(request.state, "principal", None) or await authenticate(request)
         if not allowed(principal.role, needed):
             raise ApiError(403, "forbidden", f"a {principal.role} key may not do this (needs {needed})",
                            hint="use a key with a higher role")
@@ -148,6 +205,40 @@ def require(needed: str) -> Callable[..., Principal]:
 
     dependency.needed_role = needed  # the role matrix test reads it from the route table
     return dependency
+
+
+def key_text(request: Request) -> str | None:
+    """The key a request sends (``Authorization: Bearer`` or ``X-API-Key``), if any."""
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and credentials.strip():
+        return credentials.strip()
+    return request.headers.get("x-api-key") or None
+
+
+def client_address(request: Request) -> str:
+    """The caller's address for throttling: the socket's peer, or behind a proxy the last
+    entry of the serve_client_ip_header header (the one the proxy itself appended)."""
+    header = str(getattr(request.app.state, "client_ip_header", "") or "")
+    if header and request.headers.get(header):
+        return request.headers[header].split(",")[-1].strip()
+    return request.client.host if request.client else "unknown"
+
+
+async def authenticate(request: Request) -> Principal:
+    """The request's principal (a key, or the web app's session cookie with its CSRF token on
+    writes), set on ``request.state``; 401/403/429 otherwise. Async, so a request pays no
+    thread-pool hop: a key already verified costs one primary-key read here on the event loop;
+    the first check of a key text (scrypt, tens of ms) and unknown keys go to a worker thread."""
+    text = key_text(request)
+    auth: Authenticator = request.app.state.auth
+    if text is None and request.cookies.get(COOKIE):
+        principal = _session_principal(request)  # one primary-key read, like a known key
+    elif auth.known(text):
+        principal = auth.principal(text, client_address(request))
+    else:
+        principal = await anyio.to_thread.run_sync(auth.principal, text, client_address(request))
+    request.state.principal = principal
+    return principal
 
 
 def _session_principal(request: Request) -> Principal:

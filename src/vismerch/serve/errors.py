@@ -12,9 +12,10 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from vismerch import errors as vm
 
@@ -49,14 +50,27 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (401, "No key, or an unknown, expired or revoked key"),
         (403, "The key's role may not do this"),
         (404, "Not found"),
+        (408, "The request body stalled (serve_body_timeout)"),
         (409, "Conflicts with the current state"),
         (412, "If-Match does not match the current ETag"),
-        (413, "Upload too large"),
+        (413, "Body too large (serve_body_max_bytes; uploads: serve_upload_max_bytes)"),
         (422, "Invalid input (the body names the field)"),
         (428, "If-Match is required for this write"),
         (429, "Rate limit exceeded (see Retry-After)"),
     )
 }
+
+
+CLIENT_GONE = 499  # the client went away before its answer (nginx's code): not a server error
+REFUSALS = {401, 403, 429}  # counted per process (GET /audit/refusals): guesses, role and CSRF misses
+
+
+def count_refusal(scope: dict, status: int, code: str) -> None:
+    """Count a 401/403/429 by status and code in the app's ``refusals`` counter."""
+    app = scope.get("app")
+    counter = getattr(getattr(app, "state", None), "refusals", None)
+    if status in REFUSALS and counter is not None:
+        counter[f"{status} {code}"] += 1
 
 
 def body(code: str, message: str, field: str | None = None, hint: str | None = None) -> dict[str, Any]:
@@ -102,6 +116,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def _api(request: Request, exc: ApiError) -> JSONResponse:
+        count_refusal(request.scope, exc.status, exc.code)
         return _json(exc.status, body(exc.code, exc.message, exc.field, exc.hint), exc.headers)
 
     @app.exception_handler(vm.VismerchError)
@@ -113,9 +128,19 @@ def install(app: FastAPI) -> None:
         headers = {"ETag": f'"{exc.current_etag}"'} if getattr(exc, "current_etag", None) else None
         return _json(status, body(code, exc.message, getattr(exc, "field", None), exc.hint), headers)
 
+    @app.exception_handler(ClientDisconnect)
+    async def _gone(request: Request, exc: ClientDisconnect) -> Response:
+        return Response(status_code=CLIENT_GONE)  # nobody reads it; the audit row says 499
+
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        carried = getattr(exc, "error", None)  # serve/guard.py's body refusals carry an ApiError
+        if isinstance(carried, ApiError):
+            return await _api(request, carried)
+        if isinstance(exc.__cause__, ClientDisconnect):  # FastAPI's 400 for a body cut short
+            return Response(status_code=CLIENT_GONE)
+        code = {404: "not_found", 405: "method_not_allowed", 408: "timeout",
+                413: "too_large"}.get(exc.status_code, "http_error")
         return _json(exc.status_code, body(code, str(exc.detail)), getattr(exc, "headers", None))
 
     @app.exception_handler(Exception)

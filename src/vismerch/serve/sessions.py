@@ -20,7 +20,7 @@ COOKIE = "vm_session"
 CSRF_HEADER = "X-CSRF-Token"
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 IDLE_SECONDS = 8 * 3600  # a session unused this long is gone
-MAX_SESSIONS = 10_000  # the oldest are dropped past this (memory bound)
+PER_KEY = 20  # sessions one key may hold (serve_sessions_per_key); its least recently used goes
 
 
 @dataclass
@@ -34,20 +34,34 @@ class Session:
 
 
 class Sessions:
-    """Session id -> Session, idle-expiring, thread-safe."""
+    """Session id -> Session, idle-expiring, thread-safe. Each key holds at most ``per_key``
+    sessions: a sign-in past that ends the same key's least recently used one, so one key
+    can never sign anyone else out (memory is bounded by keys x per_key)."""
 
-    def __init__(self, idle_seconds: float = IDLE_SECONDS):
-        self.idle = idle_seconds
+    def __init__(self, idle_seconds: float = IDLE_SECONDS, per_key: int = PER_KEY):
+        self.idle, self.per_key = idle_seconds, max(1, int(per_key))
         self._items: dict[str, Session] = {}
+        self._by_key: dict[str, dict[str, None]] = {}  # key id -> its session ids, oldest first
         self._lock = threading.Lock()
 
     def create(self, key_id: str) -> tuple[str, Session]:
         sid, session = secrets.token_urlsafe(32), Session(key_id)
         with self._lock:
             self._items[sid] = session
-            while len(self._items) > MAX_SESSIONS:
-                self._items.pop(next(iter(self._items)))
+            mine = self._by_key.setdefault(key_id, {})
+            mine[sid] = None
+            while len(mine) > self.per_key:
+                oldest = min(mine, key=lambda s: self._items[s].last_used)
+                self._forget(oldest)
         return sid, session
+
+    def _forget(self, sid: str) -> None:
+        session = self._items.pop(sid, None)
+        if session is not None:
+            mine = self._by_key.get(session.key_id, {})
+            mine.pop(sid, None)
+            if not mine:
+                self._by_key.pop(session.key_id, None)
 
     def get(self, sid: str | None) -> Session | None:
         if not sid:
@@ -58,11 +72,11 @@ class Sessions:
             if session is None:
                 return None
             if now - session.last_used > self.idle:
-                del self._items[sid]
+                self._forget(sid)
                 return None
             session.last_used = now
             return session
 
     def drop(self, sid: str | None) -> None:
         with self._lock:
-            self._items.pop(sid or "", None)
+            self._forget(sid or "")

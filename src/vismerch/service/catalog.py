@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from vismerch.catalog import browse
 from vismerch.catalog.thumbs import Thumbnail
+from vismerch.errors import InvalidInput
 from vismerch.service._util import check_k, decode_cursor, encode_cursor, require_product
 from vismerch.service.models import (
     ColourTag,
@@ -16,6 +17,7 @@ from vismerch.service.models import (
     QualityMetric,
     TagRow,
 )
+from vismerch.service.paging import Page, decode_key, encode_key
 from vismerch.service.workspace import Workspace
 
 DEFAULT_LIMIT = 50
@@ -109,3 +111,15 @@ def tags(ws: Workspace) -> list[TagRow]:
 def errors(ws: Workspace) -> list[ErrorRow]:
     """Images that were refused, with the reason."""
     return [ErrorRow(**row) for row in ws.store.errors()]
+
+
+def errors_page(ws: Workspace, cursor: str | None, limit: int) -> Page[ErrorRow]:
+    """A page of refused images by product id (keyset in SQL: a feed with 300k broken URLs
+    is read a page at a time)."""
+    after = decode_key(cursor)
+    if after is not None and not isinstance(after, str):
+        raise InvalidInput("cursor", "cursor: not a cursor of the refused images")
+    rows = [ErrorRow(**row) for row in ws.store.errors(after, limit + 1)]
+    more = len(rows) > limit
+    return Page[ErrorRow](items=rows[:limit],
+                          next_cursor=encode_key(rows[limit - 1].product_id) if more else None)

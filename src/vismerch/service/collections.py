@@ -38,11 +38,13 @@ def create_collection(ws: Workspace, name: str, *, where: str | None = None,
     return get_collection(ws, name)
 
 
-def delete_collection(ws: Workspace, name: str) -> CollectionDeleted:
-    """Delete a collection made by hand and its rules; categories, column collections and
-    parents of sub-collections are refused (Conflict)."""
-    out = colls.delete_collection(ws.store, name)
-    return CollectionDeleted(id=out["name"], rules_removed=out["rules_removed"])
+def delete_collection(ws: Workspace, name: str, *, unpublish: bool = False) -> CollectionDeleted:
+    """Delete a collection made by hand, its rules and versions; categories, column
+    collections, parents of sub-collections and (unless ``unpublish``, a publisher's right)
+    published collections are refused (Conflict)."""
+    out = colls.delete_collection(ws.store, name, unpublish=unpublish)
+    return CollectionDeleted(id=out["name"], rules_removed=out["rules_removed"],
+                             versions_removed=out["versions_removed"])
 
 
 def members(ws: Workspace, name: str) -> list[str]:

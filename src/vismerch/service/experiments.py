@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from vismerch.catalog import access
 from vismerch.catalog import experiments_store as xstore
 from vismerch.catalog import versions_store as vstore
 from vismerch.catalog.store import utc_timestamp
@@ -213,19 +212,16 @@ def _metric_by_variant(metric: str, groups: dict[str, stats.VisitorData]) -> lis
     return out
 
 
-def stop_experiment(ws: Workspace, experiment_id: int, *, by: str | None = None,
-                    audit_actor: str | None = None) -> Experiment:
+def stop_experiment(ws: Workspace, experiment_id: int, *, by: str | None = None) -> Experiment:
     """End the experiment without a winner: every visitor sees the live version again."""
     exp = get_experiment(ws, experiment_id)
     if not xstore.end(ws.store, experiment_id, "stopped", by=by):
         raise Conflict(f"experiment {experiment_id} is {exp.status}, not running")
-    if audit_actor:
-        access.record(ws.store, audit_actor, f"experiment stop {experiment_id}", target=exp.collection)
     return get_experiment(ws, experiment_id)
 
 
 def promote_experiment(ws: Workspace, experiment_id: int, variant: str | None = None, *,
-                       by: str | None = None, audit_actor: str | None = None) -> Experiment:
+                       by: str | None = None) -> Experiment:
     """Publish the winning variant's version and end the experiment. ``variant``: the one to
     publish; default the results' winner (a Conflict while there is none)."""
     exp = get_experiment(ws, experiment_id)
@@ -242,7 +238,4 @@ def promote_experiment(ws: Workspace, experiment_id: int, variant: str | None = 
     if not xstore.end(ws.store, experiment_id, "promoted", by=by, winner=variant):
         raise Conflict(f"experiment {experiment_id} ended meanwhile")
     versions.publish(ws, exp.collection, variant)
-    if audit_actor:
-        access.record(ws.store, audit_actor, f"experiment promote {experiment_id}", target=exp.collection,
-                      detail={"variant": variant})
     return get_experiment(ws, experiment_id)

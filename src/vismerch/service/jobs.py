@@ -8,8 +8,10 @@ status and progress to the ``jobs`` table, so any server process reads them. One
 a time: a second job while one runs, or while a CLI ingest holds the lock, is ``Busy``
 (HTTP 409).
 
-Sources must lie inside ``serve_source_root`` (default: the store's parent directory),
-after following every ``..`` and symlink, and may neither be the store nor contain it.
+Sources must lie inside ``serve_source_root``, after following every ``..`` and symlink,
+and may neither be the store nor contain it. The setting has no default: until an operator
+names the folder, jobs are refused (Conflict, 409), since a default (the store's parent
+folder was one) would open to every admin key folders nobody chose.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from vismerch.catalog.lock import writer_holder
 from vismerch.catalog.sources import MANIFEST_SUFFIXES
 from vismerch.catalog.store import Store
 from vismerch.config import setting
-from vismerch.errors import Busy, InvalidInput, NotFound
+from vismerch.errors import Busy, Conflict, InvalidInput, NotFound
+from vismerch.service.paging import Page, decode_key, encode_key
 from vismerch.service.workspace import Workspace
 
 log = logging.getLogger("vismerch.jobs")
@@ -64,8 +67,12 @@ class JobInfo(BaseModel):
 
 
 def source_root(ws: Workspace) -> Path:
-    root = str(setting(ws.settings, "serve_source_root") or "")
-    return Path(root).expanduser().resolve() if root else ws.path.resolve().parent
+    root = str(setting(ws.settings, "serve_source_root") or "").strip()
+    if not root:
+        raise Conflict("ingest jobs are off on this server: no folder is named for them to read",
+                       hint="set serve_source_root (VISMERCH_SERVE_SOURCE_ROOT) to the folder whose "
+                            "catalogs jobs may ingest, or run vismerch ingest on the host")
+    return Path(root).expanduser().resolve()
 
 
 def resolve_source(ws: Workspace, source: str) -> Path:
@@ -78,7 +85,7 @@ def resolve_source(ws: Workspace, source: str) -> Path:
     real = (path if path.is_absolute() else root / path).resolve()  # follows .. and symlinks
     if not real.is_relative_to(root):
         raise InvalidInput("source", f"source {source!r} is outside the directory ingest jobs may read",
-                           hint="give a path inside serve_source_root (default: the store's parent)")
+                           hint="give a path inside serve_source_root")
     if not real.exists():
         raise InvalidInput("source", f"source {source!r} does not exist")
     store = ws.path.resolve()
@@ -184,8 +191,9 @@ class JobRunner:
             raise NotFound("job", job_id, hint="list jobs with GET /api/v1/jobs")
         return _info(self.ws, row)
 
-    def list(self, limit: int = 50) -> list[JobInfo]:
-        return [_info(self.ws, row, with_refused=False) for row in job_rows.list_jobs(self.ws.store, limit)]
+    def list(self, limit: int = 50, before: int | None = None) -> list[JobInfo]:
+        return [_info(self.ws, row, with_refused=False)
+                for row in job_rows.list_jobs(self.ws.store, limit, before)]
 
     def running(self) -> bool:
         with self._lock:
@@ -248,5 +256,11 @@ def get_job(ws: Workspace, job_id: int) -> JobInfo:
     return runner(ws).get(job_id)
 
 
-def list_jobs(ws: Workspace, limit: int = 50) -> list[JobInfo]:
-    return runner(ws).list(limit)
+def jobs_page(ws: Workspace, cursor: str | None, limit: int) -> Page[JobInfo]:
+    """A page of jobs, newest first (keyset on the id, in SQL)."""
+    before = decode_key(cursor)
+    if before is not None and not isinstance(before, int):
+        raise InvalidInput("cursor", "cursor: not a cursor of the job list")
+    rows = runner(ws).list(limit + 1, before)
+    more = len(rows) > limit
+    return Page[JobInfo](items=rows[:limit], next_cursor=encode_key(rows[limit - 1].id) if more else None)

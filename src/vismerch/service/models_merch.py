@@ -35,6 +35,8 @@ class CollectionIn(BaseModel):
 class CollectionDeleted(BaseModel):
     id: str
     rules_removed: int
+    versions_removed: int = Field(0, description="Its arrangement versions (and, if it was "
+                                                 "published, its storefront grid) went with it")
 
 
 class CollectionsRefreshed(BaseModel):

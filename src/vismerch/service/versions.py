@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from vismerch.catalog import collections as db_collections
 from vismerch.catalog import experiments_store as xstore
 from vismerch.catalog import versions_store as vstore
 from vismerch.catalog.grids import grid_etag_only
@@ -236,8 +237,11 @@ def edit_draft(ws: Workspace, collection: str, name: str, ids: Sequence[str], *,
     revision = _expected_version(row, expect, "your edit was not saved")
     if not ids or len(ids) > MAX_IDS:
         raise InvalidInput("ids", f"ids lists {len(ids)} products; a version holds 1 to {MAX_IDS}")
-    known = {p.id for p in ws.store.products()}  # ok products: a refused image has nothing to show
-    ids = pure.check_ids(ids, known)
+    # the collection's own products only (a grid of another collection's products would go
+    # live under this one's name), and of those the ok ones: a refused image has nothing to show
+    members = set(db_collections.member_ids(ws.store, collection))
+    known = {p.id for p in ws.store.products() if p.id in members}
+    ids = pure.check_ids(ids, known, where=f"collection {collection!r}")
     items = pure.reorder(row["items"], ids)
     vstore.update_items(ws.store, row["id"], items, by=by,
                         expect_revision=revision)

@@ -8,9 +8,10 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, Field
 
 from vismerch.catalog import access
-from vismerch.errors import NotFound
+from vismerch.errors import InvalidInput, NotFound, UsageError
 from vismerch.serve.auth import require
-from vismerch.serve.routes.common import page_limit, store
+from vismerch.serve.routes.common import Paging, page_limit, store
+from vismerch.service.paging import Page, paginate
 
 router = APIRouter(tags=["admin"])
 admin = Depends(require("admin"))
@@ -53,15 +54,18 @@ class AuditPage(BaseModel):
     next_after: int | None = Field(description="Pass as ?after= for the next page; null at the end")
 
 
-@router.get("/keys", response_model=list[KeyInfo], summary="API keys (never their secrets)")
-def list_keys(request: Request, _: object = admin) -> list[dict[str, Any]]:
-    return [k.as_dict() for k in access.list_keys(store(request))]
+@router.get("/keys", response_model=Page[KeyInfo], summary="API keys (never their secrets), by id")
+def list_keys(request: Request, paging: Paging, _: object = admin) -> Page[dict[str, Any]]:
+    return paginate([k.as_dict() for k in access.list_keys(store(request))], lambda k: [k["id"]], *paging)
 
 
 @router.post("/keys", response_model=CreatedKey, status_code=201, summary="Make an API key (shown once)")
 def create_key(request: Request, new: NewKey, _: object = admin) -> dict[str, Any]:
     expires = access.parse_duration(new.expires) if new.expires else None
-    text, key = access.create_key(store(request), new.role, expires_in=expires, name=new.name)
+    try:
+        text, key = access.create_key(store(request), new.role, expires_in=expires, name=new.name)
+    except UsageError as exc:  # an expiry past the year 9999
+        raise InvalidInput("expires", exc.message, exc.hint) from None
     return {**key.as_dict(), "key": text}
 
 
@@ -71,6 +75,17 @@ def revoke_key(request: Request, key_id: Annotated[str, Path(max_length=64)], _:
     if access.get_key(store(request), key_id) is None:
         raise NotFound("API key", key_id)
     return access.revoke_key(store(request), key_id).as_dict()
+
+
+class Refusals(BaseModel):
+    counts: dict[str, int] = Field(description='Refusals by status and code since this process started: '
+                                               '"401 unauthenticated", "403 csrf", "429 auth_throttled", ...')
+
+
+@router.get("/audit/refusals", response_model=Refusals,
+            summary="Refused requests (401, 403 and CSRF, 429) counted by status and code")
+def refusals(request: Request, _: object = admin) -> Refusals:
+    return Refusals(counts=dict(request.app.state.refusals))
 
 
 @router.get("/audit", response_model=AuditPage, summary="The audit log of writes, oldest first")

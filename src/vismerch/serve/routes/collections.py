@@ -7,8 +7,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Request
 
-from vismerch.serve.auth import require
-from vismerch.serve.routes.common import page_limit, workspace
+from vismerch.serve.auth import Principal, allowed, require
+from vismerch.serve.routes.common import Paging, page_limit, workspace
 from vismerch.service import arrangements, collections, rules
 from vismerch.service.models_merch import (
     Collection,
@@ -18,6 +18,7 @@ from vismerch.service.models_merch import (
     PreviewIn,
     Rule,
 )
+from vismerch.service.paging import Page, paginate
 
 router = APIRouter(tags=["collections"])
 viewer = Depends(require("viewer"))
@@ -25,9 +26,9 @@ merchandiser = Depends(require("merchandiser"))
 CollectionId = Annotated[str, Path(min_length=1, max_length=200, description="Collection id")]
 
 
-@router.get("/collections", response_model=list[Collection], summary="Every collection with its size")
-def list_collections(request: Request, _: object = viewer) -> list[Collection]:
-    return collections.list_collections(workspace(request))
+@router.get("/collections", response_model=Page[Collection], summary="Collections with their size, by id")
+def list_collections(request: Request, paging: Paging, _: object = viewer) -> Page[Collection]:
+    return paginate(collections.list_collections(workspace(request)), lambda c: [c.id], *paging)
 
 
 @router.post("/collections", response_model=Collection, status_code=201,
@@ -43,16 +44,19 @@ def get_collection(request: Request, collection: CollectionId, _: object = viewe
 
 
 @router.delete("/collections/{collection}", response_model=CollectionDeleted,
-               summary="Delete a collection made by hand (categories: 409) and its rules")
+               summary="Delete a collection made by hand (categories: 409), its rules and versions; "
+                       "a published one only with a publisher key (its storefront grid goes too)")
 def delete_collection(request: Request, collection: CollectionId,
-                      _: object = merchandiser) -> CollectionDeleted:
-    return collections.delete_collection(workspace(request), collection)
+                      who: Principal = merchandiser) -> CollectionDeleted:
+    return collections.delete_collection(workspace(request), collection,
+                                         unpublish=allowed(who.role, "publisher"))
 
 
-@router.get("/collections/{collection}/rules", response_model=list[Rule],
-            summary="Every rule that reaches this page: own, inherited from parents, global")
-def collection_rules(request: Request, collection: CollectionId, _: object = viewer) -> list[Rule]:
-    return rules.rules_for_collection(workspace(request), collection)
+@router.get("/collections/{collection}/rules", response_model=Page[Rule],
+            summary="The rules that reach this page (own, inherited from parents, global), by id")
+def collection_rules(request: Request, collection: CollectionId, paging: Paging,
+                     _: object = viewer) -> Page[Rule]:
+    return paginate(rules.rules_for_collection(workspace(request), collection), lambda r: [r.id], *paging)
 
 
 def _read_only(request: Request) -> None:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import Depends, Query, Request
 
 from vismerch.config import setting
 from vismerch.errors import InvalidInput
 from vismerch.serve.errors import ApiError
 from vismerch.service._util import decode_token, encode_token
+from vismerch.service.paging import DEFAULT_LIMIT
 
 
 def store(request: Request) -> Any:
@@ -29,6 +30,19 @@ def settings(request: Request) -> Any:
 def page_limit(request: Request, limit: int) -> int:
     """``limit`` capped at the serve_page_limit setting."""
     return max(1, min(int(limit), int(setting(settings(request), "serve_page_limit"))))
+
+
+def paging(request: Request,
+           cursor: Annotated[str | None, Query(max_length=2000, description="The next_cursor of the "
+                                               "previous page; none for the first")] = None,
+           limit: Annotated[int, Query(ge=1, le=100_000, description=f"Items per page (default "
+                                       f"{DEFAULT_LIMIT}; capped at serve_page_limit)")] = DEFAULT_LIMIT,
+           ) -> tuple[str | None, int]:
+    """``(cursor, limit)`` of a list route, the limit capped at serve_page_limit."""
+    return cursor, page_limit(request, limit)
+
+
+Paging = Annotated[tuple[str | None, int], Depends(paging)]
 
 
 def encode_cursor(value: Any) -> str:

@@ -8,9 +8,10 @@ from fastapi import APIRouter, Depends, Path, Request
 from pydantic import BaseModel, Field
 
 from vismerch.serve.auth import Principal, require
-from vismerch.serve.routes.common import workspace
+from vismerch.serve.routes.common import Paging, workspace
 from vismerch.service import duplicates
 from vismerch.service.models import DupGroup
+from vismerch.service.paging import Page, paginate
 
 router = APIRouter(tags=["duplicates"])
 GroupId = Annotated[int, Path(ge=0, le=2**62)]
@@ -27,10 +28,11 @@ class ReviewResult(BaseModel):
     group: DupGroup | None
 
 
-@router.get("/duplicates", response_model=list[DupGroup], summary="Duplicate groups and their review state")
-def list_groups(request: Request, status: Literal["all", "pending", "reviewed"] = "all",
-                _: object = Depends(require("viewer"))) -> list[DupGroup]:
-    return duplicates.list_groups(workspace(request), status)
+@router.get("/duplicates", response_model=Page[DupGroup],
+            summary="Duplicate groups and their review state, by group")
+def list_groups(request: Request, paging: Paging, status: Literal["all", "pending", "reviewed"] = "all",
+                _: object = Depends(require("viewer"))) -> Page[DupGroup]:
+    return paginate(duplicates.list_groups(workspace(request), status), lambda g: [g.group], *paging)
 
 
 @router.get("/duplicates/{group_id}", response_model=DupGroup, summary="One duplicate group")

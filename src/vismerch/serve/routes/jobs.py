@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from vismerch.serve.auth import Principal, require
-from vismerch.serve.routes.common import page_limit, workspace
+from vismerch.serve.routes.common import Paging, workspace
 from vismerch.service import jobs
 from vismerch.service.jobs import MAX_WORKERS, JobInfo
+from vismerch.service.paging import Page
 
 router = APIRouter(tags=["jobs"])
 admin = Depends(require("admin"))
@@ -21,7 +22,7 @@ class NewJob(BaseModel):
     model_config = ConfigDict(extra="forbid")
     source: str = Field(min_length=1, max_length=4096,
                         description="A folder of images or a manifest (.csv, .jsonl, .parquet), inside "
-                                    "serve_source_root (default: the store's parent); relative paths are "
+                                    "serve_source_root (unset: jobs are off, 409); relative paths are "
                                     "read from there")
     backend: str | None = Field(None, max_length=100,
                                 description="A feature backend besides colour (which always runs)")
@@ -35,10 +36,9 @@ def start_job(request: Request, new: NewJob, who: Principal = admin) -> JobInfo:
                              by=who.key_id)
 
 
-@router.get("/jobs", response_model=list[JobInfo], summary="Ingest jobs, newest first")
-def list_jobs(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-              _: object = admin) -> list[JobInfo]:
-    return jobs.list_jobs(workspace(request), page_limit(request, limit))
+@router.get("/jobs", response_model=Page[JobInfo], summary="Ingest jobs, newest first")
+def list_jobs(request: Request, paging: Paging, _: object = admin) -> Page[JobInfo]:
+    return jobs.jobs_page(workspace(request), *paging)
 
 
 @router.get("/jobs/{job_id}", response_model=JobInfo,

@@ -9,9 +9,10 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
 from vismerch.serve.auth import require
-from vismerch.serve.routes.common import page_limit, workspace
+from vismerch.serve.routes.common import Paging, page_limit, workspace
 from vismerch.service import catalog, search
 from vismerch.service.models import ErrorRow, Facets, ProductDetail, ProductPage, SearchResult
+from vismerch.service.paging import Page
 
 router = APIRouter(tags=["products"])
 viewer = Depends(require("viewer"))
@@ -61,7 +62,7 @@ def thumbnail(request: Request, product_id: ProductId, _: object = Depends(requi
               ) -> Response:
     thumb = catalog.thumbnail(workspace(request), product_id)
     return Response(thumb.data, media_type=thumb.media_type,
-                    headers={"Cache-Control": "public, max-age=86400"})
+                    headers={"Cache-Control": "private, max-age=86400"})  # behind a key: no shared cache
 
 
 @router.get("/products/{product_id:path}", response_model=ProductDetail,
@@ -72,6 +73,7 @@ def product(request: Request, product_id: ProductId,
     return catalog.product_detail(workspace(request), product_id, similar_k=similar)
 
 
-@router.get("/errors", response_model=list[ErrorRow], summary="Images refused at ingest, with reasons")
-def refused(request: Request, _: object = viewer) -> list[ErrorRow]:
-    return catalog.errors(workspace(request))
+@router.get("/errors", response_model=Page[ErrorRow],
+            summary="Images refused at ingest, with reasons, by product id")
+def refused(request: Request, paging: Paging, _: object = viewer) -> Page[ErrorRow]:
+    return catalog.errors_page(workspace(request), *paging)

@@ -8,9 +8,10 @@ from fastapi import APIRouter, Depends, Path, Request
 from pydantic import BaseModel, Field
 
 from vismerch.serve.auth import Principal, require
-from vismerch.serve.routes.common import workspace
+from vismerch.serve.routes.common import Paging, workspace
 from vismerch.service import quality
 from vismerch.service.models import QueueItem
+from vismerch.service.paging import Page, paginate
 
 router = APIRouter(tags=["queues"])
 Queue = Annotated[Literal["quality", "audit"], Path(description="quality flags or the colour audit")]
@@ -27,10 +28,13 @@ class Decision(BaseModel):
     note: str | None = Field(None, max_length=2000)
 
 
-@router.get("/queues/{queue}", response_model=list[QueueItem], summary="Items of a review queue")
-def items(request: Request, queue: Queue, status: Literal["open", "resolved", "ignored", "all"] = "open",
-          _: object = Depends(require("viewer"))) -> list[QueueItem]:
-    return quality.queue(workspace(request), queue, status)
+@router.get("/queues/{queue}", response_model=Page[QueueItem],
+            summary="Items of a review queue, by product and item")
+def items(request: Request, queue: Queue, paging: Paging,
+          status: Literal["open", "resolved", "ignored", "all"] = "open",
+          _: object = Depends(require("viewer"))) -> Page[QueueItem]:
+    return paginate(quality.queue(workspace(request), queue, status), lambda i: [i.product_id, i.item],
+                    *paging)
 
 
 @router.post("/queues/{queue}/decisions", response_model=list[QueueItem],

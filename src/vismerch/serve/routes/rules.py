@@ -8,23 +8,24 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query, Request
 
 from vismerch.serve.auth import require
-from vismerch.serve.routes.common import workspace
+from vismerch.serve.routes.common import Paging, workspace
 from vismerch.service import rules
 from vismerch.service.models import Done
 from vismerch.service.models_merch import Rule, RuleIn, RulePatch
+from vismerch.service.paging import Page, paginate
 
 router = APIRouter(tags=["rules"])
 merchandiser = Depends(require("merchandiser"))
 RuleId = Annotated[int, Path(ge=1, le=2**62, description="Rule id")]
 
 
-@router.get("/rules", response_model=list[Rule], summary="Rules, by collection and whether active now")
-def list_rules(request: Request,
+@router.get("/rules", response_model=Page[Rule], summary="Rules by id, by collection and whether active now")
+def list_rules(request: Request, paging: Paging,
                collection: Annotated[str | None, Query(min_length=1, max_length=200,
                                                        description="Rules scoped to it")] = None,
                active: Annotated[bool | None, Query(description="In force now (or not)")] = None,
-               _: object = Depends(require("viewer"))) -> list[Rule]:
-    return rules.list_rules(workspace(request), collection, active)
+               _: object = Depends(require("viewer"))) -> Page[Rule]:
+    return paginate(rules.list_rules(workspace(request), collection, active), lambda r: [r.id], *paging)
 
 
 @router.post("/rules", response_model=Rule, status_code=201, summary="Add a rule")

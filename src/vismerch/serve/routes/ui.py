@@ -18,8 +18,10 @@ from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
+from vismerch.catalog import access
+from vismerch.serve.auth import Principal, client_address
 from vismerch.serve.errors import ApiError
-from vismerch.serve.sessions import COOKIE, CSRF_HEADER, IDLE_SECONDS, Sessions
+from vismerch.serve.sessions import COOKIE, CSRF_HEADER, IDLE_SECONDS, PER_KEY, Sessions
 
 UI_ROOT = Path(__file__).resolve().parent.parent / "ui"
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -45,9 +47,13 @@ class SessionInfo(BaseModel):
 
 
 def _file(rel: str) -> Response:
-    path = (UI_ROOT / rel).resolve()
-    if not path.is_relative_to(UI_ROOT) or not path.is_file():
-        raise ApiError(404, "not_found", f"no such web app file: {rel!r}")
+    try:
+        path = (UI_ROOT / rel).resolve()
+        found = path.is_relative_to(UI_ROOT) and path.is_file()
+    except (ValueError, OSError):  # a NUL byte, a name too long: no such file either
+        found = False
+    if not found:
+        raise ApiError(404, "not_found", f"no such web app file: {rel[:200]!r}")
     media = _TYPES.get(path.suffix) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     return FileResponse(path, media_type=media, headers=SECURITY_HEADERS)
 
@@ -71,7 +77,8 @@ def index() -> Response:
 def sign_in(request: Request,
             bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)] = None) -> JSONResponse:
     """Exchange the key (sent once as ``Authorization: Bearer``) for the session cookie."""
-    principal = request.app.state.auth.principal(bearer.credentials if bearer else None)
+    principal = request.app.state.auth.principal(bearer.credentials if bearer else None,
+                                                 client_address(request))
     if principal.role == "storefront":
         raise ApiError(403, "forbidden", "a storefront key cannot sign in to the web app",
                        hint="use a viewer, merchandiser, publisher or admin key")
@@ -99,6 +106,9 @@ def sign_out(request: Request) -> JSONResponse:
     session = sessions.get(sid)
     if session is not None and not session.csrf_ok(request.headers.get(CSRF_HEADER)):
         raise ApiError(403, "csrf", f"signing out needs the {CSRF_HEADER} header of the session")
+    if session is not None:  # the sign-out is audited under the session's key
+        key = access.get_key(request.app.state.store_of(), session.key_id)
+        request.state.principal = Principal(session.key_id, key.role if key else "unknown")
     sessions.drop(sid)
     response = JSONResponse({"signed_out": True})
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
@@ -110,7 +120,7 @@ def asset(rel: str) -> Response:
     return _file(rel)
 
 
-def install(app: FastAPI) -> None:
-    """Add the web app's routes and session store to ``app``."""
-    app.state.sessions = Sessions()
+def install(app: FastAPI, per_key: int = PER_KEY) -> None:
+    """Add the web app's routes and session store (``per_key`` sessions a key) to ``app``."""
+    app.state.sessions = Sessions(per_key=per_key)
     app.include_router(router)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from vismerch.serve.auth import Principal, require
 from vismerch.serve.errors import ApiError
-from vismerch.serve.routes.common import workspace
+from vismerch.serve.routes.common import Paging, workspace
 from vismerch.service import versions
 from vismerch.service.models_versions import (
     Publication,
@@ -25,6 +25,7 @@ from vismerch.service.models_versions import (
     VersionExportJson,
     VersionSummary,
 )
+from vismerch.service.paging import Page, paginate
 
 router = APIRouter(tags=["versions"])
 Collection = Annotated[str, Path(min_length=1, max_length=200, description="Collection id")]
@@ -81,13 +82,14 @@ def _etag(response: Response, tag: str) -> None:
     response.headers["ETag"] = tag
 
 
-@router.get("/collections/{collection}/versions", response_model=list[VersionSummary],
-            summary="Saved versions (ETag header: the publication state, If-Match for publish/rollback)")
-def list_versions(request: Request, response: Response, collection: Collection,
-                  _: object = Depends(require("viewer"))) -> list[VersionSummary]:
+@router.get("/collections/{collection}/versions", response_model=Page[VersionSummary],
+            summary="Saved versions, oldest first (ETag header: the publication state, If-Match for "
+                    "publish/rollback)")
+def list_versions(request: Request, response: Response, collection: Collection, paging: Paging,
+                  _: object = Depends(require("viewer"))) -> Page[VersionSummary]:
     out = versions.list_versions(workspace(request), collection)
     _etag(response, out.etag)
-    return out.versions
+    return paginate(out.versions, lambda v: [v.id], *paging)
 
 
 @router.post("/collections/{collection}/versions", response_model=VersionDetail, status_code=201,

@@ -58,6 +58,20 @@ export async function get(path, params) {
   return (await call("GET", path, { params })).data;
 }
 
+// Every list answers a page ({items, next_cursor}); the app shows whole lists, so it follows
+// the cursors (at most `pages` pages; the API caps each page at serve_page_limit).
+export async function getAll(path, params = {}, pages = 50) {
+  const items = [];
+  let cursor = null;
+  for (let i = 0; i < pages; i += 1) {
+    const page = await get(path, cursor ? { ...params, cursor } : params);
+    items.push(...page.items);
+    cursor = page.next_cursor;
+    if (!cursor) break;
+  }
+  return items;
+}
+
 export async function post(path, body, opts = {}) {
   return (await call("POST", path, { ...opts, body })).data;
 }

@@ -1,10 +1,10 @@
 // Collections: the list (categories, manifest columns, rule-defined sets) and a form to add one.
 
-import { enc, get, post } from "./api.js";
+import { enc, getAll, post } from "./api.js";
 import { fmt, h } from "./dom.js";
 
 export async function render(main, ctx) {
-  const list = await get("/collections");
+  const list = await getAll("/collections");
   const table = h("table", { class: "data", id: "collections" },
     h("thead", {}, h("tr", {}, ["Collection", "Kind", "Parent", "Size", "Published", "Where"].map((t) => h("th", {}, t)))),
     h("tbody", {}, list.map((c) => h("tr", {},

@@ -4,7 +4,7 @@
 // affect the page; versions (save draft, diff, publish, rollback) in versions.js. The views,
 // clicks, orders and revenue overlays are real units from the shopper events of a period.
 
-import { call, enc, get, post } from "./api.js";
+import { call, enc, get, getAll, post } from "./api.js";
 import { append, clear, fmt, h, thumb } from "./dom.js";
 import { versionsPanel } from "./versions.js";
 import { PERF, analytics, money, periodSelect } from "./metrics.js";
@@ -130,7 +130,7 @@ export async function render(main, ctx, [id]) {
 
   async function loadRules() {
     try {
-      st.rules = await get(`/collections/${enc(id)}/rules`);
+      st.rules = await getAll(`/collections/${enc(id)}/rules`);
     } catch (e) {
       st.rules = [];
       clear(tabs.rules).append(h("p", { class: "error" }, ctx.explain(e)));

@@ -59,7 +59,7 @@ export async function render(main, ctx) {
 
   async function loadHistory() {
     try {
-      const jobs = await get("/jobs");
+      const jobs = (await get("/jobs", { limit: 50 })).items;
       clear(history).append(jobs.length ? h("table", { class: "data" },
         h("thead", {}, h("tr", {}, ["Job", "Status", "Done", "Started", "Finished", ""].map((t) => h("th", {}, t)))),
         h("tbody", {}, jobs.map((j) => h("tr", {}, h("td", {}, String(j.id)), h("td", {}, j.status),

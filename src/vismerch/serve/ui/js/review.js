@@ -1,7 +1,7 @@
 // Review queues: duplicate groups (keep one / not duplicates) and the quality and listed-colour
 // audit queues (accept / ignore), each with bulk actions over the ticked rows.
 
-import { get, post } from "./api.js";
+import { getAll, post } from "./api.js";
 import { clear, fmt, h, thumb } from "./dom.js";
 
 export async function render(main, ctx, [tab]) {
@@ -17,7 +17,7 @@ export async function render(main, ctx, [tab]) {
 }
 
 async function duplicates(body, ctx, editable) {
-  const groups = await get("/duplicates", { status: "pending" });
+  const groups = await getAll("/duplicates", { status: "pending" });
   const picks = new Map(); // group -> chosen keeper
   const ticked = new Set();
   clear(body);
@@ -63,7 +63,7 @@ async function duplicates(body, ctx, editable) {
 }
 
 async function queue(body, ctx, editable, name) {
-  const items = await get(`/queues/${name}`, { status: "open" });
+  const items = await getAll(`/queues/${name}`, { status: "open" });
   const ticked = new Set();
   const key = (it) => `${it.product_id}\u0000${it.item}`;
   clear(body);

@@ -32,7 +32,12 @@ export function versionsPanel(ctx, collection, { current, onChange }) {
   async function refresh() {
     try {
       const res = await call("GET", `${base}/versions`);
-      versions = res.data;
+      versions = res.data.items;
+      for (let cursor = res.data.next_cursor; cursor;) {  // the list comes a page at a time
+        const more = (await call("GET", `${base}/versions`, { params: { cursor } })).data;
+        versions.push(...more.items);
+        cursor = more.next_cursor;
+      }
       etag = res.etag;
     } catch (e) {
       clear(list).append(h("p", { class: "error" }, ctx.explain(e)));
