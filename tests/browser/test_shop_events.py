@@ -21,8 +21,9 @@ WAIT_S = 20  # how long events may take to show in the analytics
 
 
 def _categories(server, keys) -> list[dict]:
-    status, _, items = api(server, "GET", "/collections", keys["viewer"])
-    assert status == 200, items
+    status, _, page = api(server, "GET", "/collections?limit=200", keys["viewer"])
+    assert status == 200, page
+    items = page["items"]
     return sorted((c for c in items if c["kind"] == "category"), key=lambda c: -c["size"])
 
 

@@ -144,5 +144,8 @@ def test_stopping_restores_the_live_version_for_everyone(two_versions):
     assert client.post(f"/api/v1/experiments/{exp['id']}/stop", headers=merch).json()["status"] == "stopped"
     assert {_page(client, keys["storefront"], f"v{k}").json()["version"] for k in range(30)} == {live}
     assert client.post(f"/api/v1/experiments/{exp['id']}/stop", headers=merch).status_code == 409
-    listed = client.get("/api/v1/experiments?collection=ab", headers=auth(keys["viewer"])).json()
-    assert [e["status"] for e in listed][-1] == "stopped"
+    listed = client.get("/api/v1/experiments?collection=ab&limit=1", headers=auth(keys["viewer"])).json()
+    assert len(listed["items"]) == 1 and listed["next_cursor"]  # two experiments, a page of one
+    rest = client.get(f"/api/v1/experiments?collection=ab&cursor={listed['next_cursor']}",
+                      headers=auth(keys["viewer"])).json()
+    assert [e["status"] for e in listed["items"] + rest["items"]] == ["promoted", "stopped"]

@@ -7,19 +7,20 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Request
 
 from vismerch.serve.auth import Principal, require
-from vismerch.serve.routes.common import workspace
+from vismerch.serve.routes.common import Paging, workspace
 from vismerch.service import experiments
 from vismerch.service.models_experiments import Experiment, ExperimentIn, PromoteIn
+from vismerch.service.paging import Page, paginate
 
 router = APIRouter(tags=["experiments"])
 ExperimentId = Annotated[int, Path(ge=1, le=2**62, description="Experiment id")]
 
 
-@router.get("/experiments", response_model=list[Experiment], summary="Experiments, oldest first")
-def list_experiments(request: Request,
+@router.get("/experiments", response_model=Page[Experiment], summary="Experiments, oldest first")
+def list_experiments(request: Request, paging: Paging,
                      collection: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-                     _: object = Depends(require("viewer"))) -> list[Experiment]:
-    return experiments.list_experiments(workspace(request), collection)
+                     _: object = Depends(require("viewer"))) -> Page[Experiment]:
+    return paginate(experiments.list_experiments(workspace(request), collection), lambda e: [e.id], *paging)
 
 
 @router.get("/experiments/plan", summary="Visitors and days needed to detect a lift, from recent traffic")

@@ -3,7 +3,7 @@
 // against what the slot usually gets, how each published version did, the pins' verdicts,
 // and the products with their position-corrected attractiveness and its 95% interval.
 
-import { enc, get } from "./api.js";
+import { enc, get, getAll } from "./api.js";
 import { clear, fmt, h, thumb } from "./dom.js";
 import * as charts from "./charts.js";
 import { analytics, funnelCells, funnelTable, money, pct, periodSelect } from "./metrics.js";
@@ -27,7 +27,7 @@ export async function render(main, ctx, [id]) {
     body));
 
   try {
-    for (const v of await get(`/collections/${enc(id)}/versions`)) st.versions.set(v.id, v.name);
+    for (const v of await getAll(`/collections/${enc(id)}/versions`)) st.versions.set(v.id, v.name);
   } catch (_) { /* versions are only names for the by-version table */ }
 
   async function load() {

@@ -4,7 +4,7 @@
 // chosen lift (GET /experiments/plan, from the collection's recent traffic). The server
 // checks everything (split, metric, one running experiment); the form only shows its answer.
 
-import { enc, get, post } from "./api.js";
+import { enc, get, getAll, post } from "./api.js";
 import { clear, fmt, h } from "./dom.js";
 
 export const METRICS = [["revenue_per_visitor", "Revenue per visitor"],
@@ -23,7 +23,7 @@ export async function render(main, ctx, [collection]) {
   main.append(page);
   let rows = [];
   try {
-    rows = await get("/experiments", { collection });
+    rows = await getAll("/experiments", collection ? { collection } : {});
     drawList(list, rows, !collection);
   } catch (e) {
     clear(list).append(h("p", { class: "error" }, ctx.explain(e)));
@@ -121,7 +121,7 @@ function planner(ctx, collection, estimate, chosen, f) {
 }
 
 async function createForm(ctx, collection) {
-  const versions = await get(`/collections/${enc(collection)}/versions`);
+  const versions = await getAll(`/collections/${enc(collection)}/versions`);
   const box = h("section", { class: "card create-experiment", "aria-labelledby": "x-create-title" },
     h("h2", { id: "x-create-title" }, "Start an experiment"));
   if (versions.length < 2) {
