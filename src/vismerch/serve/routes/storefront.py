@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections import OrderedDict
 from typing import Annotated
 from urllib.parse import quote
@@ -21,7 +22,9 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
 from pydantic import BaseModel
 
 from vismerch.catalog import event_meta, experiments_store
+from vismerch.catalog.changes import ChangeCounter
 from vismerch.catalog.grids import grid_etag_only, read_grid, version_grid
+from vismerch.catalog.store import DB_NAME
 from vismerch.events.intake import hash_visitor
 from vismerch.experiments.assign import HOLDOUT, assign, in_window
 from vismerch.serve.auth import require
@@ -81,6 +84,7 @@ class _Pages:
 def setup(app) -> None:
     app.state.storefront_pages = _Pages(_CACHE_PAGES)
     app.state.storefront_salt = None  # the store's visitor salt, read once (it never changes)
+    app.state.storefront_arms = _Arms()
 
 
 def _render(request: Request, collection: str, columns: int, offset: int, limit: int,
@@ -154,9 +158,52 @@ def _experiment_arm(request: Request, collection: str,
     visitor of a collection with a running experiment; None without either."""
     if not visitor:
         return None
-    exp = experiments_store.running(store(request), collection)  # one indexed read
-    if exp is None or not in_window(exp):
-        return None
+    return request.app.state.storefront_arms.arm(request, collection, visitor)
+
+
+class _Arms:
+    """Visitors' variants, remembered while nothing is committed to the store (``PRAGMA
+    data_version``: a new, stopped or promoted experiment invalidates them), so a visitor's
+    next page costs a pragma and a dict lookup rather than a query and two hashes."""
+
+    def __init__(self, size: int = 100_000):
+        self.size, self._changes, self._version = size, None, None
+        self._running: dict[str, dict | None] = {}
+        self._arms: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def arm(self, request: Request, collection: str, visitor: str) -> tuple[int, str, int | None] | None:
+        with self._lock:
+            self._check_version(request)
+            if collection not in self._running:
+                self._running[collection] = experiments_store.running(store(request), collection)
+            exp = self._running[collection]
+            if exp is None or not in_window(exp, _now()):
+                return None
+            key = (exp["id"], visitor)
+            hit = self._arms.get(key)
+            if hit is None:
+                hit = _assign_arm(request, exp, visitor)
+                self._arms[key] = hit
+                while len(self._arms) > self.size:
+                    self._arms.popitem(last=False)
+            return hit
+
+    def _check_version(self, request: Request) -> None:
+        if self._changes is None:
+            self._changes = ChangeCounter(store(request).path / DB_NAME)
+        version = self._changes.value()
+        if version is None or version != self._version:  # something was committed: forget all
+            self._version = version
+            self._running.clear()
+            self._arms.clear()
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _assign_arm(request: Request, exp: dict, visitor: str) -> tuple[int, str, int | None] | None:
     salt = request.app.state.storefront_salt or _salt(request)
     if salt is None:
         return None
