@@ -214,25 +214,13 @@ def bench_post(store: Path, ids: list[str], seconds: float, clients: int = 8) ->
     target = fresh_copy(store, "post-store")
     with Workspace.open(target) as ws:
         key = access.create_key(ws.store, "storefront")[0]
-    import socket
+    from vismerch.testing.server import free_port, wait_up
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     env = {**os.environ, "VISMERCH_SERVE_RATE_LIMIT": "1000000000", "VISMERCH_SERVE_RATE_BURST": "1000000000"}
     server = subprocess.Popen([sys.executable, __file__, "_serve", str(target), str(port)], env=env)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                conn.request("GET", "/api/v1/health")
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("server did not come up") from None
-                time.sleep(0.2)
+        wait_up(port, server, timeout=120)
         rounds = {"floor": [], "events": []}
         for r in range(3):
             for name, path in (("floor", "/bench/floor"), ("events", "/api/v1/events")):

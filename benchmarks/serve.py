@@ -33,7 +33,6 @@ import http.client
 import json
 import multiprocessing as mp
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -155,24 +154,18 @@ def serve(store: str, port: int, floor_bytes: int) -> None:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from vismerch.testing.server import free_port
+
+    return free_port()
 
 
 def _wait_up(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"server exited with {proc.returncode}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/api/v1/health")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit("server did not come up")
+    from vismerch.testing.server import wait_up
+
+    try:
+        wait_up(port, proc, timeout)
+    except RuntimeError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 # ------------------------------------------------------------------------------ clients

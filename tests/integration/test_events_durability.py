@@ -8,7 +8,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -24,28 +23,9 @@ from vismerch.events.log import EventLog
 from vismerch.events.query import open_events
 from vismerch.service.workspace import Workspace
 from vismerch.testing.catalog import small_catalog
+from vismerch.testing.server import free_port, wait_up
 
 pytestmark = pytest.mark.slow
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_up(port: int, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "server exited"
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            conn.request("GET", "/api/v1/health")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError("server did not come up")
 
 
 def test_acknowledged_events_survive_sigkill(tmp_path):
@@ -56,7 +36,7 @@ def test_acknowledged_events_survive_sigkill(tmp_path):
     with Workspace.open(store, load_settings()) as ws:
         key = access.create_key(ws.store, "storefront")[0]
         products = [p.id for p in ws.store.products()]
-    port = _port()
+    port = free_port()
     env = {**os.environ, "VISMERCH_SERVE_RATE_LIMIT": "0", "VISMERCH_EVENTS_COMPACT_ROWS": "150"}
     proc = subprocess.Popen([sys.executable, "-m", "vismerch.cli", "serve", str(store), "--port", str(port)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -82,7 +62,7 @@ def test_acknowledged_events_survive_sigkill(tmp_path):
                 acked.extend(e["event_id"] for e in batch)
 
     try:
-        _wait_up(port, proc)
+        wait_up(port, proc)
         poster = threading.Thread(target=post)
         poster.start()
         deadline = time.monotonic() + 60

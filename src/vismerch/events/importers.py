@@ -65,6 +65,16 @@ _CHECKS = """
 """
 
 
+# the last step of a format whose ``typed`` rows carry quantity0/revenue0/currency0: money only
+# where the event kind has it, and the refusal reason
+_FINAL = f"""SELECT event_id, type, ts, visitor, collection, version_id, position, columns, product_id,
+               CASE WHEN type IN ('add_to_cart', 'purchase') THEN quantity0 END AS quantity,
+               CASE WHEN type = 'purchase' THEN revenue0 END AS revenue,
+               CASE WHEN type = 'purchase' THEN currency0 END AS currency,
+               {_CHECKS} AS reason
+        FROM typed"""
+
+
 @event_format
 class Ga4(EventFormat):
     name = "ga4"
@@ -170,12 +180,7 @@ class Ubi(EventFormat):
                    'ubi:' || COALESCE(message_id, md5(concat_ws('|', client_id, user_id, query_id, timestamp,
                                       action_name, event_attributes.object.object_id))) AS event_id
             FROM src)
-        SELECT event_id, type, ts, visitor, collection, version_id, position, columns, product_id,
-               CASE WHEN type IN ('add_to_cart', 'purchase') THEN quantity0 END AS quantity,
-               CASE WHEN type = 'purchase' THEN revenue0 END AS revenue,
-               CASE WHEN type = 'purchase' THEN currency0 END AS currency,
-               {_CHECKS} AS reason
-        FROM typed"""
+        {_FINAL}"""
 
 
 @event_format
@@ -201,9 +206,4 @@ class Csv(EventFormat):
                    TRY_CAST(revenue AS DOUBLE) AS revenue0, COALESCE(NULLIF(currency, ''),
                    {_lit(options.currency)}) AS currency0
             FROM src WHERE event_id IS NOT NULL)
-        SELECT event_id, type, ts, visitor, collection, version_id, position, columns, product_id,
-               CASE WHEN type IN ('add_to_cart', 'purchase') THEN quantity0 END AS quantity,
-               CASE WHEN type = 'purchase' THEN revenue0 END AS revenue,
-               CASE WHEN type = 'purchase' THEN currency0 END AS currency,
-               {_CHECKS} AS reason
-        FROM typed"""
+        {_FINAL}"""

@@ -6,6 +6,7 @@ import base64
 import binascii
 import hashlib
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from vismerch.errors import InvalidInput, NotFound
@@ -76,3 +77,15 @@ def require_product(store: Any, product_id: str) -> Any:
     if product is None:
         raise NotFound("product", product_id, hint="list products with: vismerch tags STORE")
     return product
+
+
+def parse_time(text: str | None, field: str) -> datetime | None:
+    """An RFC 3339 time or a date (UTC unless it has an offset) -> aware UTC datetime; None
+    for empty; InvalidInput naming ``field`` otherwise."""
+    if not text:
+        return None
+    try:
+        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(field, f"{field} {text!r} is not a date or RFC 3339 time") from None
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)

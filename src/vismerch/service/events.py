@@ -22,6 +22,7 @@ from vismerch.events import query as q
 from vismerch.events.importers import FORMATS, ImportOptions
 from vismerch.events.intake import BatchResult, ImportReport, import_file, take_batch
 from vismerch.events.log import EventLog
+from vismerch.service._util import parse_time
 from vismerch.service.workspace import Workspace
 
 TRENDING_DAYS = 7  # "recent" in the trending term
@@ -111,16 +112,7 @@ def fit_collection(con: Any, categories: dict[str, str | None]) -> tuple[Any, li
 
 
 def _period(since: str | None, until: str | None) -> q.Period:
-    def parse(text: str | None, field: str) -> datetime | None:
-        if not text:
-            return None
-        try:
-            ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise InvalidInput(field, f"{field} {text!r} is not a date or RFC 3339 time") from None
-        return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts
-
-    period = q.Period(parse(since, "since"), parse(until, "until"))
+    period = q.Period(parse_time(since, "since"), parse_time(until, "until"))
     if period.since and period.until and period.since >= period.until:
         raise InvalidInput("until", "until must be after since")
     return period

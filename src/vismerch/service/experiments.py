@@ -23,6 +23,7 @@ from vismerch.events import query as q
 from vismerch.experiments import stats
 from vismerch.experiments.assign import HOLDOUT, assign
 from vismerch.service import events, versions
+from vismerch.service._util import parse_time
 from vismerch.service.models_experiments import Experiment
 from vismerch.service.workspace import Workspace
 
@@ -34,14 +35,8 @@ def _model(row: dict[str, Any]) -> Experiment:
 
 
 def _stamp(text: str | None, field: str) -> str | None:
-    if not text:
-        return None
-    try:
-        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise InvalidInput(field, f"{field} {text!r} is not an RFC 3339 time") from None
-    ts = ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
-    return ts.strftime("%Y-%m-%dT%H:%M:%SZ")
+    ts = parse_time(text, field)
+    return None if ts is None else ts.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _variants(ws: Workspace, collection: str, names: Sequence[str], split: Sequence[float] | None
