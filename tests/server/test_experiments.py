@@ -141,6 +141,8 @@ def test_stopping_restores_the_live_version_for_everyone(two_versions):
     exp = r.json()
     variants = {_page(client, keys["storefront"], f"v{k}").json()["variant"] for k in range(60)}
     assert len(variants) == 2
+    r = client.delete("/api/v1/collections/ab", headers=auth(keys["admin"]))
+    assert r.status_code == 409 and "experiment" in r.text  # its versions are the variants
     assert client.post(f"/api/v1/experiments/{exp['id']}/stop", headers=merch).json()["status"] == "stopped"
     assert {_page(client, keys["storefront"], f"v{k}").json()["version"] for k in range(30)} == {live}
     assert client.post(f"/api/v1/experiments/{exp['id']}/stop", headers=merch).status_code == 409

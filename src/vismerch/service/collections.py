@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from vismerch.catalog import collections as db
+from vismerch.catalog import experiments_store
+from vismerch.errors import Conflict
 from vismerch.merch import collections as colls
 from vismerch.service.models_merch import Collection, CollectionDeleted, CollectionsRefreshed
 from vismerch.service.workspace import Workspace
@@ -41,7 +43,12 @@ def create_collection(ws: Workspace, name: str, *, where: str | None = None,
 def delete_collection(ws: Workspace, name: str, *, unpublish: bool = False) -> CollectionDeleted:
     """Delete a collection made by hand, its rules and versions; categories, column
     collections, parents of sub-collections and (unless ``unpublish``, a publisher's right)
-    published collections are refused (Conflict)."""
+    published collections are refused (Conflict), and so is one with a running experiment
+    (its variants are versions the delete would remove)."""
+    running = experiments_store.running(ws.store, name)
+    if running is not None:
+        raise Conflict(f"{name} has a running experiment ({running['id']}) showing its versions",
+                       hint=f"stop or promote it first: POST /api/v1/experiments/{running['id']}/stop")
     out = colls.delete_collection(ws.store, name, unpublish=unpublish)
     return CollectionDeleted(id=out["name"], rules_removed=out["rules_removed"],
                              versions_removed=out["versions_removed"])
