@@ -7,22 +7,24 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean chromium
 
 $(STAMP): pyproject.toml
-	# the browser tests drive Debian's chromium (Playwright's own browser download is not used)
-	test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && apt-get update -q && apt-get install -y -q chromium; } \
-		|| echo "warning: no /usr/bin/chromium (install it as root: apt-get install chromium); browser tests will skip"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q "$(TORCH_SPEC)"
 	$(BIN)/pip install -q -e ".[test]"
 	touch $(STAMP)
 
+# only the browser tests need it: they drive Debian's chromium (Playwright's own download is not used)
+chromium:
+	@test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && apt-get update -q && apt-get install -y -q chromium; } \
+		|| echo "warning: no /usr/bin/chromium (install it as root: apt-get install chromium); browser tests will skip"
+
 demo: $(STAMP)
 	$(BIN)/vismerch demo --out demo-output
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q
 
