@@ -1,18 +1,17 @@
 """Event files from other systems -> log rows: the GA4 BigQuery export, OpenSearch UBI, CSV.
 
-Each format is a registered class whose ``read`` returns a DuckDB query of the file in the
-log's columns plus a ``reason`` column (NULL for a good row), so a million-row export is
-parsed and checked by DuckDB's JSON/CSV readers, never row by row in Python. Ids are
-derived from the row's content, so importing the same file twice adds nothing.
+Each format is a registered class whose ``source`` reads the file in DuckDB and whose
+``select`` turns its rows into the log's columns plus a ``reason`` column (NULL for a good
+row), so a million-row export is parsed and checked by DuckDB's JSON/CSV readers, never row
+by row in Python. Ids are derived from the row's content, so importing the same file twice adds nothing.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
-
-import duckdb
 
 from vismerch.registry import Registry
 
@@ -26,22 +25,24 @@ class ImportOptions:
     index_base: str = "auto"  # GA4/UBI list index: "0", "1" or "auto" (0-based if any row has 0)
 
 
-class EventFormat:
+class EventFormat(ABC):
     name: ClassVar[str]
     help: ClassVar[str]
 
-    source_sql: str = ""
     # conditions on a row of ``src``: nothing parsed (a malformed line), or an event kind
     # vismerch does not read (a page view)
     malformed: ClassVar[str] = "FALSE"
     other: ClassVar[str] = "FALSE"
 
-    def select(self, con: duckdb.DuckDBPyConnection, path: Path, options: ImportOptions) -> str:
-        """Sets ``source_sql`` (the file's rows, materialised as table ``src``) and returns SQL
-        over ``src`` with columns event_id, type, ts, visitor (raw), collection,
+    @abstractmethod
+    def source(self, path: Path) -> str:
+        """SQL reading the file's rows (materialised as table ``src``)."""
+
+    @abstractmethod
+    def select(self, options: ImportOptions) -> str:
+        """SQL over ``src`` with columns event_id, type, ts, visitor (raw), collection,
         version_id, position (as listed), columns, product_id, quantity, revenue, currency,
         reason; one row per event (an export row with three items is three events)."""
-        raise NotImplementedError
 
 
 def event_format(cls: type[EventFormat]) -> type[EventFormat]:
@@ -51,6 +52,15 @@ def event_format(cls: type[EventFormat]) -> type[EventFormat]:
 
 def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def _read_json(path: Path, columns: dict[str, str], extra: str = "") -> str:
+    """DuckDB's reader of a JSON-lines file with these columns; a line it cannot parse is
+    skipped (and counted by the caller as malformed)."""
+    spec = "{" + ", ".join(f"{_lit(k)}: {_lit(v)}" for k, v in columns.items()) + "}"
+    more = f", {extra}" if extra else ""
+    return (f"SELECT * FROM read_json({_lit(str(path))}, format = 'newline_delimited', "
+            f"columns = {spec}, ignore_errors = true{more})")
 
 
 _CHECKS = """
@@ -84,7 +94,7 @@ class Ga4(EventFormat):
     other = ("event_name IS NOT NULL AND event_name NOT IN "
              "('view_item_list', 'select_item', 'add_to_cart', 'purchase')")
 
-    def select(self, con, path, options):
+    def source(self, path):
         # leaf values read as text: the export writes INTEGER columns as JSON strings or numbers
         columns = {
             "event_name": "VARCHAR", "event_timestamp": "VARCHAR", "user_pseudo_id": "VARCHAR",
@@ -94,14 +104,12 @@ class Ga4(EventFormat):
             "items": "STRUCT(item_id VARCHAR, item_list_id VARCHAR, item_list_index VARCHAR,"
                      " price VARCHAR, quantity VARCHAR, item_revenue VARCHAR)[]",
         }
-        spec = "{" + ", ".join(f"{_lit(k)}: {_lit(v)}" for k, v in columns.items()) + "}"
+        return _read_json(path, columns, "maximum_object_size = 16777216")
 
+    def select(self, options):
         def param(key: str, field: str) -> str:
             return f"list_filter(event_params, lambda p: p.key = {_lit(key)})[1].value.{field}"
 
-        self.source_sql = f"""SELECT * FROM read_json(
-            {_lit(str(path))}, format = 'newline_delimited', columns = {spec},
-                                    ignore_errors = true, maximum_object_size = 16777216)"""
         return f"""
         WITH rows AS (
             SELECT event_name, event_timestamp, user_pseudo_id, ecommerce,
@@ -145,7 +153,7 @@ class Ubi(EventFormat):
             "event_attributes.object.object_id, event_attributes.position.ordinal)")
     malformed = "action_name IS NULL AND timestamp IS NULL AND client_id IS NULL AND event_attributes IS NULL"
 
-    def select(self, con, path, options):
+    def source(self, path):
         columns = {
             "action_name": "VARCHAR", "client_id": "VARCHAR", "user_id": "VARCHAR", "query_id": "VARCHAR",
             "timestamp": "VARCHAR", "message_id": "VARCHAR",
@@ -154,12 +162,11 @@ class Ubi(EventFormat):
                                 "ordinal VARCHAR), collection VARCHAR, version_id VARCHAR,"
                                 " grid_columns VARCHAR)",
         }
-        spec = "{" + ", ".join(f"{_lit(k)}: {_lit(v)}" for k, v in columns.items()) + "}"
+        return _read_json(path, columns)
+
+    def select(self, options):
         actions = " ".join(f"WHEN {_lit(k)} THEN {_lit(v)}" for k, v in _UBI_ACTIONS.items())
         default_collection = _lit(options.collection) if options.collection else "NULL"
-        self.source_sql = f"""SELECT * FROM read_json(
-            {_lit(str(path))}, format = 'newline_delimited', columns = {spec},
-                                    ignore_errors = true)"""
         return f"""
         WITH typed AS (
             SELECT CASE lower(action_name) {actions} END AS type,
@@ -189,12 +196,14 @@ class Csv(EventFormat):
     help = ("CSV with a header of the API's event fields: event_id, type, ts (RFC 3339), visitor, "
             "collection, version_id, position, columns, product_id, quantity, revenue, currency")
 
-    def select(self, con, path, options):
+    def source(self, path):
         names = ("event_id", "type", "ts", "visitor", "collection", "version_id", "position", "columns",
                  "product_id", "quantity", "revenue", "currency")
         types = "{" + ", ".join(f"{_lit(n)}: 'VARCHAR'" for n in names) + "}"
-        self.source_sql = f"""SELECT * FROM read_csv({_lit(str(path))}, header = true, columns = {types},
+        return f"""SELECT * FROM read_csv({_lit(str(path))}, header = true, columns = {types},
                                    ignore_errors = true, strict_mode = false, null_padding = true)"""
+
+    def select(self, options):
         return f"""
         WITH typed AS (
             SELECT 'csv:' || event_id AS event_id,

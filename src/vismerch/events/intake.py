@@ -99,8 +99,7 @@ def import_file(log: EventLog, path: Path, fmt: str, *, salt: str, product_ids: 
     con.execute('CREATE TEMP TABLE pubs AS SELECT collection, CAST("at" AS TIMESTAMPTZ) AS "at", '
                 "version_id FROM pubs_arrow")
     reader = FORMATS.get(fmt)()
-    select = reader.select(con, path, options)
-    con.execute(f"CREATE TEMP TABLE src AS {reader.source_sql}")
+    con.execute(f"CREATE TEMP TABLE src AS {reader.source(path)}")
     report.lines = lines.result()
     (parsed, malformed, other) = con.execute(
         f"SELECT COUNT(*), COUNT(*) FILTER (WHERE {reader.malformed}), "
@@ -109,7 +108,7 @@ def import_file(log: EventLog, path: Path, fmt: str, *, salt: str, product_ids: 
         report.refused["malformed-row"] = report.lines - int(parsed) + int(malformed)
     if other:
         report.skipped["other-event"] = int(other)
-    con.execute(f"CREATE TEMP TABLE imp AS {select}")
+    con.execute(f"CREATE TEMP TABLE imp AS {reader.select(options)}")
     report.index_base = _fix_positions(con, options.index_base)
     _mark(con, now + timedelta(seconds=future_slack_s))
     for reason, n in con.execute("SELECT reason, COUNT(*) FROM imp WHERE reason IS NOT NULL GROUP BY 1 "

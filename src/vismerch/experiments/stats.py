@@ -21,6 +21,7 @@ deciding at the first look that crosses α inflates the false-positive rate.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, NamedTuple
@@ -89,7 +90,7 @@ def _mean_estimate(x: np.ndarray) -> Estimate:
 
 
 # --------------------------------------------------------------------------- metrics
-class Metric:
+class Metric(ABC):
     """A per-visitor metric. Subclasses set ``name``, ``label``, ``kind`` (``mean``,
     ``proportion`` or ``ratio``) and implement :meth:`estimate`; register them with
     :func:`register`."""
@@ -104,8 +105,9 @@ class Metric:
         computed on their pooled data). Default: nothing to fix."""
         return self
 
+    @abstractmethod
     def estimate(self, data: VisitorData) -> Estimate:
-        raise NotImplementedError
+        """The metric's value on ``data``, the variance of that value, and visitors."""
 
     def baseline(self, data: VisitorData) -> tuple[float, float]:
         """(mean, per-visitor variance) from recent traffic, the inputs of the sample plan."""
