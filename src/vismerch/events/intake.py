@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -20,7 +19,6 @@ import pyarrow as pa
 from vismerch.events.importers import FORMATS, ImportOptions, _lit
 from vismerch.events.log import ID_HASH_SQL, EventLog
 from vismerch.events.types import LOG_SCHEMA, MAX_POSITION, Refusal, check_batch
-from vismerch.events.types import kind_names as kind_names  # re-exported for the API's docs
 
 
 def hash_visitor(salt: str, visitor: str) -> str:
@@ -173,7 +171,3 @@ def _good_rows(con: duckdb.DuckDBPyConnection, salt: str) -> tuple[pa.Table, lis
         if f.name in table.column_names:
             out[f.name] = table.column(f.name).cast(f.type)
     return pa.table(out), table.column("h").to_pylist()
-
-
-def counts_by_reason(refusals: list[Refusal]) -> dict[str, int]:
-    return dict(Counter(r.reason for r in refusals))

@@ -123,14 +123,11 @@ class EventLog:
         if hashes is None:
             hashes = [id_hash(e) for e in table.column("event_id").to_pylist()]
         if table.num_rows < BULK_ROWS:
-            return self._append_inbox(table, hashes)
+            return self.append_rows(table.to_pylist(), None, hashes)
         new = self._append_segment(table, hashes, source, presorted)
         if new.any():
             self.maybe_compact()
         return new
-
-    def _append_inbox(self, table: pa.Table, hashes: list[int]) -> np.ndarray:
-        return self.append_rows(table.to_pylist(), None, hashes)
 
     def append_rows(self, rows: list[dict[str, Any]], source: str | None,
                     hashes: list[int] | None = None) -> np.ndarray:
@@ -308,9 +305,3 @@ def _rows_to_table(rows: list[tuple]) -> pa.Table:
         else:
             arrays.append(pa.array(values, field.type))
     return pa.Table.from_arrays(arrays, schema=LOG_SCHEMA)
-
-
-def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
-    """Checked event dicts (``ts`` aware datetimes) -> a LOG_SCHEMA table."""
-    return _conform(pa.Table.from_pylist(rows, schema=pa.schema(
-        [f for f in LOG_SCHEMA if f.name != "source"])), source="")

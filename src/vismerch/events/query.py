@@ -118,17 +118,18 @@ def currencies(con: duckdb.DuckDBPyConnection) -> list[str]:
     ).fetchall()]
 
 
-def click_cells(con: duckdb.DuckDBPyConnection) -> pa.Table:
-    """Impressions and clicks per (product, position, columns): the click model's input.
-    A click counts in the cell of the position it was made at."""
-    return con.sql("""
+def click_cells(con: duckdb.DuckDBPyConnection, since: datetime | None = None) -> pa.Table:
+    """Impressions and clicks per (product, position, columns): the click model's input
+    (only events from ``since`` on when given). A click counts in the cell of the position it
+    was made at."""
+    return con.sql(f"""
         SELECT product_id, position, COALESCE(columns, 0) AS columns,
                COUNT(*) FILTER (WHERE type = 'impression') AS impressions,
                COUNT(*) FILTER (WHERE type = 'click') AS clicks
         FROM events
-        WHERE position IS NOT NULL AND type IN ('impression', 'click')
+        WHERE position IS NOT NULL AND type IN ('impression', 'click') {"AND ts >= ?" if since else ""}
         GROUP BY ALL ORDER BY product_id, position, columns
-    """).to_arrow_table()
+    """, params=[since] if since else None).to_arrow_table()
 
 
 def product_outcomes(con: duckdb.DuckDBPyConnection) -> pa.Table:

@@ -50,9 +50,8 @@ def simulate_week(ws: Workspace, collection: str, *, visitors: int = 3000, days:
 
 
 def _publish_order(ws: Workspace, collection: str, name: str, order: list[str]) -> int:
-    draft = versions.save_draft(ws, collection, name)
+    versions.save_draft(ws, collection, name)
     versions.edit_draft(ws, collection, name, order, expect=None)
-    del draft
     return versions.publish(ws, collection, name).version_id
 
 

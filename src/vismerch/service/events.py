@@ -100,15 +100,33 @@ def fit_collection(con: Any, categories: dict[str, str | None]) -> tuple[Any, li
     from vismerch.events import clickmodel as cm  # scipy: loaded with the first analytics
     cells = q.click_cells(con)
     ids = sorted(set(cells.column("product_id").to_pylist()))
-    index = {pid: i for i, pid in enumerate(ids)}
     cat_names = sorted({str(categories.get(p)) for p in ids})
     cat_index = {c: i for i, c in enumerate(cat_names)}
-    counts = cm.CellCounts.build(
-        [index[p] for p in cells.column("product_id").to_pylist()], cells.column("position").to_numpy(),
-        cells.column("columns").to_numpy(), cells.column("impressions").to_numpy(),
-        cells.column("clicks").to_numpy())
     category = np.array([cat_index[str(categories.get(p))] for p in ids], np.int64)
+    counts = _cell_counts(cells, {pid: i for i, pid in enumerate(ids)})
     return cm.fit_click_model(counts, category), ids
+
+
+def _cell_counts(cells: Any, index: dict[str, int]) -> Any:
+    """``query.click_cells`` rows of the products in ``index`` as the click model's counts."""
+    from vismerch.events import clickmodel as cm
+
+    pids = cells.column("product_id").to_pylist()
+    keep = np.array([p in index for p in pids], bool)
+    col = {k: cells.column(k).to_numpy()[keep] for k in ("position", "columns", "impressions", "clicks")}
+    return cm.CellCounts.build([index[p] for p in pids if p in index], col["position"], col["columns"],
+                               col["impressions"], col["clicks"])
+
+
+def _business(con: Any, fit: Any, ids: list[str]) -> Any:
+    """Corrected add-to-cart, conversion and revenue per impression of ``ids``, from the
+    events in ``con`` and the click model ``fit`` of the same events."""
+    from vismerch.events import clickmodel as cm
+
+    outcomes = {r["product_id"]: r for r in q.product_outcomes(con).to_pylist()}
+    totals = [np.array([outcomes.get(p, {}).get(k, 0) for p in ids], np.float64)
+              for k in ("add_to_carts", "orders", "revenue")]
+    return cm.business_metrics(fit, *totals), totals
 
 
 def _period(since: str | None, until: str | None) -> q.Period:
@@ -132,17 +150,17 @@ def collection_analytics(ws: Workspace, collection: str, *, since: str | None = 
         "by_version": [_with_rates(r) for r in q.funnel(con, "version_id")],
         "by_day": [_with_rates(r) for r in q.funnel(con, "day")],
     }
-    categories = {p.id: p.category for p in ws.store.products(status=None)}
+    catalog = {p.id: p for p in ws.store.products(status=None)}
+    titles = {pid: p.title for pid, p in catalog.items()}
     if totals["clicks"]:
-        fit, ids = fit_collection(con, categories)
+        fit, ids = fit_collection(con, {pid: p.category for pid, p in catalog.items()})
         out["slots"] = _slots(fit)
         out["pins"] = _pins(ws, collection, fit, ids)
         if products:
-            out["products"] = _products(ws, con, fit, ids, period)
+            out["products"] = _products(con, fit, ids, titles)
     else:  # no clicks: nothing to fit; products keep their counts
         out["slots"], out["pins"] = [], []
         if products:
-            titles = {p.id: p.title for p in ws.store.products(status=None)}
             out["products"] = [{"id": r["product_id"], "title": titles.get(r["product_id"]),
                                 "impressions": r["impressions"], "clicks": r["clicks"],
                                 "raw_ctr": _ratio(r["clicks"], r["impressions"]),
@@ -189,15 +207,8 @@ def _pins(ws: Workspace, collection: str, fit: Any, ids: list[str]) -> list[dict
     return out
 
 
-def _products(ws: Workspace, con: Any, fit: Any, ids: list[str], period: q.Period) -> list[dict[str, Any]]:
-    from vismerch.events import clickmodel as cm
-
-    outcomes = {r["product_id"]: r for r in q.product_outcomes(con).to_pylist()}
-    carts = np.array([outcomes.get(p, {}).get("add_to_carts", 0) for p in ids], np.float64)
-    orders = np.array([outcomes.get(p, {}).get("orders", 0) for p in ids], np.float64)
-    revenue = np.array([outcomes.get(p, {}).get("revenue", 0.0) for p in ids], np.float64)
-    biz = cm.business_metrics(fit, carts, orders, revenue)
-    titles = {p.id: p.title for p in ws.store.products(status=None)}
+def _products(con: Any, fit: Any, ids: list[str], titles: dict[str, str | None]) -> list[dict[str, Any]]:
+    biz, (carts, orders, revenue) = _business(con, fit, ids)
     rows = []
     for i, pid in enumerate(ids):
         rec = fit.products.record(i)
@@ -215,11 +226,6 @@ def _business_record(biz: Any, i: int) -> dict[str, Any]:
             "revenue_per_impression_corrected": float(biz.revenue_per_impression[i])}
 
 
-def recent_window(until: datetime | None = None) -> q.Period:
-    end = until or datetime.now(UTC)
-    return q.Period(end - timedelta(days=TRENDING_DAYS), end)
-
-
 def behaviour_signals(ws: Workspace, collection: str, product_ids: list[str]) -> dict[str, dict[str, float]]:
     """The business score's behaviour signals for ``product_ids`` from the last
     ``events_window_days`` of ``collection``'s events: position-corrected ctr, conversion and
@@ -235,10 +241,8 @@ def behaviour_signals(ws: Workspace, collection: str, product_ids: list[str]) ->
     categories = {p.id: p.category for p in ws.store.products(status=None)}
     fit, ids = fit_collection(con, categories)
     index = {pid: i for i, pid in enumerate(ids)}
-    outcomes = {r["product_id"]: r for r in q.product_outcomes(con).to_pylist()}
-    biz = cm.business_metrics(fit, *(np.array([outcomes.get(p, {}).get(k, 0) for p in ids], np.float64)
-                                     for k in ("add_to_carts", "orders", "revenue")))
-    recent = _recent_counts(con, index, end)
+    biz, _ = _business(con, fit, ids)
+    recent = _cell_counts(q.click_cells(con, since=end - timedelta(days=TRENDING_DAYS)), index)
     trend = cm.trend(fit, recent).ratio
     priors = _category_priors(fit, biz, ids, categories)
     out: dict[str, dict[str, float]] = {k: {} for k in ("ctr", "conversion", "revenue_per_impression",
@@ -255,22 +259,6 @@ def behaviour_signals(ws: Workspace, collection: str, product_ids: list[str]) ->
         out["revenue_per_impression"][pid] = float(biz.revenue_per_impression[i])
         out["trending"][pid] = float(trend[i])
     return out
-
-
-def _recent_counts(con: Any, index: dict[str, int], end: datetime) -> Any:
-    from vismerch.events import clickmodel as cm
-
-    since = end - timedelta(days=TRENDING_DAYS)
-    rows = con.execute("""
-        SELECT product_id, position, COALESCE(columns, 0),
-               COUNT(*) FILTER (WHERE type = 'impression'), COUNT(*) FILTER (WHERE type = 'click')
-        FROM events WHERE ts >= ? AND position IS NOT NULL AND type IN ('impression', 'click')
-        GROUP BY ALL""", [since]).fetchall()
-    rows = [r for r in rows if r[0] in index]
-    cols = list(zip(*rows, strict=True)) if rows else [[], [], [], [], []]
-    return cm.CellCounts.build([index[p] for p in cols[0]], np.asarray(cols[1], np.int64),
-                               np.asarray(cols[2], np.int64), np.asarray(cols[3], np.float64),
-                               np.asarray(cols[4], np.float64))
 
 
 def _category_priors(fit: Any, biz: Any, ids: list[str], categories: dict[str, Any]) -> dict[str, tuple]:

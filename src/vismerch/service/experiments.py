@@ -136,21 +136,30 @@ def _data(table: Any, mask: np.ndarray | None = None) -> stats.VisitorData:
     return stats.VisitorData(*(c if mask is None else c[mask] for c in cols))
 
 
-def _groups(ws: Workspace, exp: dict[str, Any], until: datetime | None = None
-            ) -> tuple[dict[str, stats.VisitorData], dict[str, int]]:
-    """Per variant, the visitor-level outcomes of the experiment's events (before ``until``),
-    each visitor's variant recomputed from their hash; and data-quality counts."""
-    period = q.Period(datetime.fromisoformat(exp["starts_at"].replace("Z", "+00:00")),
-                      datetime.fromisoformat(exp["ended_at"].replace("Z", "+00:00")) if exp.get("ended_at")
-                      else None)
-    con = q.open_events(events.event_log(ws), exp["collection"], period)
+def _span(exp: dict[str, Any]) -> tuple[datetime, datetime | None]:
+    return parse_time(exp["starts_at"], "starts_at"), parse_time(exp.get("ended_at"), "ended_at")
+
+
+def _events_of(ws: Workspace, exp: dict[str, Any]) -> Any:
+    """A DuckDB connection over the experiment's collection's events while it ran."""
+    return q.open_events(events.event_log(ws), exp["collection"], q.Period(*_span(exp)))
+
+
+def _groups(con: Any, exp: dict[str, Any], until: datetime | None = None,
+            arms_of: dict[str, str] | None = None) -> tuple[dict[str, stats.VisitorData], dict[str, int]]:
+    """Per variant, the visitor-level outcomes of the experiment's events in ``con`` (before
+    ``until``), each visitor's variant recomputed from their hash (remembered in ``arms_of``);
+    and data-quality counts."""
     table = q.visitor_outcomes(con, str(exp["id"]), until)
     visitors = table.column("visitor").to_pylist()
     labelled = table.column("labelled").to_pylist()
+    arms_of = {} if arms_of is None else arms_of
     arms = []
     for v in visitors:
-        variant = assign(exp, v)
-        arms.append(HOLDOUT if variant is None else variant["name"])
+        if v not in arms_of:
+            variant = assign(exp, v)
+            arms_of[v] = HOLDOUT if variant is None else variant["name"]
+        arms.append(arms_of[v])
     arms_arr = np.asarray(arms, dtype=object)
     groups = {name: _data(table, arms_arr == name) for name in [v["name"] for v in exp["variants"]]}
     quality = {"visitors": len(visitors), "holdout": int((arms_arr == HOLDOUT).sum()),
@@ -164,7 +173,9 @@ def experiment_results(ws: Workspace, experiment_id: int, *, timeline: bool = Tr
     exp = xstore.get(ws.store, experiment_id)
     if exp is None:
         raise NotFound("experiment", experiment_id)
-    groups, quality = _groups(ws, exp)
+    con = _events_of(ws, exp)
+    arms_of: dict[str, str] = {}
+    groups, quality = _groups(con, exp, arms_of=arms_of)
     split = {v["name"]: v["weight"] * (1.0 - exp["holdout"]) for v in exp["variants"]}
     assigned = {name: d.n for name, d in groups.items()}
     if exp["holdout"]:  # the holdout's share is part of the split the SRM check tests
@@ -176,19 +187,18 @@ def experiment_results(ws: Workspace, experiment_id: int, *, timeline: bool = Tr
                         planned_per_variant=planned, assigned=assigned)
     out.update({"experiment": _model(exp).model_dump(), "data_quality": quality})
     if timeline:
-        out["timeline"] = _timeline(ws, exp)
+        out["timeline"] = _timeline(con, exp, arms_of)
     return out
 
 
-def _timeline(ws: Workspace, exp: dict[str, Any]) -> list[dict[str, Any]]:
-    start = datetime.fromisoformat(exp["starts_at"].replace("Z", "+00:00"))
-    end = (datetime.fromisoformat(exp["ended_at"].replace("Z", "+00:00")) if exp.get("ended_at")
-           else datetime.now(UTC))
+def _timeline(con: Any, exp: dict[str, Any], arms_of: dict[str, str]) -> list[dict[str, Any]]:
+    start, ended = _span(exp)
+    end = ended or datetime.now(UTC)
     days = min(60, max(1, math.ceil((end - start).total_seconds() / 86400.0)))
     out = []
     for d in range(1, days + 1):
         until = min(end, start + timedelta(days=d))
-        groups, _ = _groups(ws, exp, until)
+        groups, _ = _groups(con, exp, until, arms_of)
         out.append({"until": until.strftime("%Y-%m-%dT%H:%M:%SZ"),
                     "variants": _metric_by_variant(exp["metric"], groups)})
     return out
