@@ -2,10 +2,10 @@
 
 Sets:
 
-- ``sample-plain``: the generated catalog (``vismerch.catalog.sample``, clean shots only:
+- ``sample-plain``: the generated catalog (``vismerch.sample``, clean shots only:
   solid and patterned apparel on studio white), truth = the main colour's name;
 - ``sample-shaded``: the same generator with ``shading=True`` (volume, light ramp,
-  glossy highlights, thin dark outlines: ``catalog/_sample_shading.py``), same truth;
+  glossy highlights, thin dark outlines: ``catalog/sample_shading.py``), same truth;
 - ``openmoji-flat`` / ``openmoji-shaded``: real third-party artwork (OpenMoji product
   glyphs, CC BY-SA 4.0) built by ``benchmarks/realset_colour.py``; truth = a colour
   *family* from the Unicode name or the artist's declared fills (see that file).
@@ -50,7 +50,7 @@ def _families() -> dict[str, str]:
 
 def sample_set(out: Path, n: int, shading: bool) -> list[tuple[Path, str, str]]:
     """(path, truth name, truth family) of a clean generated catalog."""
-    from vismerch.catalog.sample import generate_catalog
+    from vismerch.sample import generate_catalog
 
     marker = out / f".complete-{n}"
     if not marker.exists():

@@ -31,10 +31,10 @@ NEIGHBOURS = 5  # hardest non-duplicates per product
 
 
 def _pairs_for(seed: int, n: int, out: Path, workers: int) -> dict[str, list[dict]]:
-    from vismerch.catalog.sample import generate_catalog
     from vismerch.catalog.store import Store
     from vismerch.merch.dedup import popcount, structure_correlation
     from vismerch.pipeline.ingest import ingest
+    from vismerch.sample import generate_catalog
 
     root = out / f"dedup-evidence-{n}-{seed}"
     shutil.rmtree(root, ignore_errors=True)

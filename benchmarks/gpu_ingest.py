@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(HERE / "results" / "gpu-ingest.json"))
     args = parser.parse_args(argv)
     sys.path.insert(0, str(SRC))
-    from vismerch.catalog.sample import generate_catalog
+    from vismerch.sample import generate_catalog
     from vismerch.testing.models import save_random_clip
 
     report: dict[str, Any] = {"date": date.today().isoformat(), "n": args.n, "size": args.size,

@@ -185,7 +185,7 @@ def _linked_folder(folder: Path, paths: list[str]) -> Path:
 
 
 def make_catalog(root: Path, n: int, size: int) -> Path:
-    from vismerch.catalog.sample import generate_catalog
+    from vismerch.sample import generate_catalog
 
     marker = root / f".complete-{n}-{size}"
     if not marker.exists():

@@ -131,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="also write the result here")
     args = parser.parse_args(argv)
 
-    from vismerch.catalog.sample import generate_catalog
     from vismerch.config import load_settings
+    from vismerch.sample import generate_catalog
     from vismerch.testing.models import save_random_clip
 
     working_size = load_settings().working_size

@@ -38,7 +38,7 @@ people agree on a flat artwork's colour. Where a glyph has both, the name label 
 
 Each glyph is rendered twice, both on white and saved as JPEG q90 at 512x512:
 ``flat`` (as drawn: flat fills, thick black outlines) and ``shaded`` (the same glyph
-through ``vismerch.catalog._sample_shading.shade``: volume, light ramp, highlights),
+through ``vismerch.sample_shading.shade``: volume, light ramp, highlights),
 i.e. real third-party designs with the lighting of a 3D render.
 
     python benchmarks/realset_colour.py [--out benchmarks/out/realset-colour]
@@ -166,7 +166,7 @@ def build(out: Path) -> dict:
     """Render every candidate glyph (flat and shaded) and write ``labels.json``."""
     from PIL import Image, ImageFont
 
-    from vismerch.catalog import _sample_shading
+    from vismerch.sample import shading as sample_shading
 
     font = ImageFont.truetype(str(_data() / "font" / "glyf_colr0.ttf"), FONT_PX)
     for variant in ("flat", "shaded"):
@@ -189,9 +189,9 @@ def build(out: Path) -> dict:
         Image.fromarray(flat).save(out / "flat" / f"{code}.jpg", quality=90)
         # shaded: the glyph's own alpha is the product mask (outlines included)
         rng = np.random.default_rng([2026, i])
-        shading = _sample_shading.draw_shading(rng)
-        shading = _sample_shading.Shading(**{**shading.__dict__, "outline_px": 0})  # it has its own
-        shaded = np.asarray(_sample_shading.shade(Image.fromarray(rgb), Image.fromarray(alpha), shading))
+        shading = sample_shading.draw_shading(rng)
+        shading = sample_shading.Shading(**{**shading.__dict__, "outline_px": 0})  # it has its own
+        shaded = np.asarray(sample_shading.shade(Image.fromarray(rgb), Image.fromarray(alpha), shading))
         shaded = (shaded * a + 255 * (1 - a) + 0.5).astype(np.uint8)
         Image.fromarray(shaded).save(out / "shaded" / f"{code}.jpg", quality=90)
         labels[code] = {"name": name, "family": family, "label_source": source,

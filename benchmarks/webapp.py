@@ -64,7 +64,7 @@ JUMP = """async (index) => {
 
 
 def _store(root: Path, size: int) -> Path:
-    from vismerch.catalog.sample import replicate_products
+    from vismerch.catalog.replicate import replicate_products
     from vismerch.catalog.store import Store
     from vismerch.cli import main
     from vismerch.testing.catalog import small_catalog

@@ -32,10 +32,10 @@ def run_demo(
     settings: Any = None,
 ) -> dict[str, Any]:
     from vismerch.catalog.evaluate import score_against_truth
-    from vismerch.catalog.sample import generate_catalog
     from vismerch.catalog.store import Store
     from vismerch.pipeline.ingest import ingest
     from vismerch.report.html import arranged_collection, write_report
+    from vismerch.sample import generate_catalog
 
     out = Path(out)
     started = time.perf_counter()

@@ -9,8 +9,8 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from vismerch.catalog.sample import generate_catalog
 from vismerch.cli import app, main
+from vismerch.sample import generate_catalog
 
 runner = CliRunner()
 

@@ -8,8 +8,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from vismerch.catalog.sample import generate_catalog
 from vismerch.cli import app
+from vismerch.sample import generate_catalog
 from vismerch.testing.models import save_tiny_clip, save_tiny_siglip
 
 runner = CliRunner()

@@ -17,12 +17,12 @@ import pytest
 import ray
 from typer.testing import CliRunner
 
-from vismerch.catalog.sample import generate_catalog
 from vismerch.catalog.store import Store
 from vismerch.cli import app
 from vismerch.config import load_settings
 from vismerch.pipeline.distributors.ray_cluster import RayDistributor
 from vismerch.pipeline.ingest import ingest
+from vismerch.sample import generate_catalog
 from vismerch.testing.kill import kill_after_shards
 
 pytestmark = pytest.mark.ray

@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from vismerch.catalog.sample import generate_catalog
 from vismerch.catalog.store import Store
+from vismerch.sample import generate_catalog
 from vismerch.testing.kill import kill_after_shards
 
 pytestmark = pytest.mark.slow

@@ -14,11 +14,11 @@ from urllib.parse import quote
 
 import pytest
 
-from vismerch.catalog.sample import generate_catalog
 from vismerch.catalog.store import Store
 from vismerch.config import load_settings
 from vismerch.errors import JobFailed, SourceError
 from vismerch.pipeline.ingest import ingest
+from vismerch.sample import generate_catalog
 from vismerch.testing.image_server import ImageServer
 from vismerch.testing.kill import kill_after_shards
 

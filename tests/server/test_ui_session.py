@@ -139,7 +139,7 @@ def test_replicate_products_grows_a_store_whose_copies_share_images(store_templa
     """The web app benchmark's 100,000-product store: copies under new ids, same images."""
     import shutil
 
-    from vismerch.catalog.sample import replicate_products
+    from vismerch.catalog.replicate import replicate_products
     from vismerch.catalog.store import Store
 
     path = tmp_path / "store"

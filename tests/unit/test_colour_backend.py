@@ -383,7 +383,7 @@ def test_cuda_matches_cpu():
 def _shaded(colour, bg=WHITE, **strength) -> np.ndarray:
     """A shirt in ``colour`` rendered with volume, a light ramp and glossy highlights by
     the sample generator's shader (fixed strengths: a hard case, not a random one)."""
-    from vismerch.catalog._sample_shading import Shading, shade
+    from vismerch.sample.shading import Shading, shade
 
     mask = Image.fromarray((shirt_mask() * 255).astype(np.uint8))
     s = Shading(**{"light_azimuth": 220.0, "light_elevation": 40.0, "relief": 1.5,

@@ -10,11 +10,11 @@ import pytest
 import torch
 from PIL import Image, ImageDraw, ImageOps
 
-from vismerch.catalog import _sample_edits as edits
 from vismerch.config import load_settings
 from vismerch.features.dupsig import empty_columns, has_signature, signatures
 from vismerch.merch import dupfind
 from vismerch.merch.dupfind import DupRules, Signatures
+from vismerch.sample import edits
 
 SIZE = 256  # the working size the colour backend sees
 RULES = DupRules.from_settings(load_settings(env={}))  # the default dup_* settings

@@ -18,10 +18,9 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from vismerch.catalog import _sample_edits as edits
-from vismerch.catalog import sample
-from vismerch.catalog.sample import FLAG_NAMES, FLAWS, MANIFEST_COLUMNS, TRUTH_COLOURS
+from vismerch import sample
 from vismerch.errors import UsageError
+from vismerch.sample import FLAG_NAMES, FLAWS, MANIFEST_COLUMNS, TRUTH_COLOURS, edits, plan, render
 from vismerch.testing.catalog import (
     MANIFEST_PROBLEMS,
     adobe_to_srgb,
@@ -116,7 +115,7 @@ def test_truth_is_consistent(cat, truth):
         assert len({rows[pid]["title"] for pid in group}) == len(group)  # listed differently
     wrong = set(truth["listed_colour_wrong"])
     assert wrong
-    pal = sample._Palette()
+    pal = plan.Palette()
     for pid, p in truth["products"].items():
         if pid in wrong:
             assert pal.de(rows[pid]["colour"], p["colour"]) >= 30
@@ -125,12 +124,12 @@ def test_truth_is_consistent(cat, truth):
 
 
 def test_truth_colours_are_well_separated():
-    pal = sample._Palette()
+    pal = plan.Palette()
     for a, b in itertools.combinations(TRUTH_COLOURS, 2):
         assert pal.de(a, b) >= 13.5, (a, b)
     for c in TRUTH_COLOURS:
         assert pal.de(c, (255, 255, 255)) >= 18, c
-    for backdrop in sample.BACKDROPS:
+    for backdrop in plan.BACKDROPS:
         assert pal.de(backdrop, (255, 255, 255)) >= 14, backdrop
 
 
@@ -205,9 +204,9 @@ def test_corrupt_files_really_are_corrupt(cat, truth):
 @pytest.mark.parametrize("kind", sorted(sample.CORRUPT_KINDS))
 def test_every_corrupt_kind_is_broken(kind):
     rng = np.random.default_rng(0)
-    img = sample._background(64, 64, rng)
-    good_jpeg, good_png = sample._encode(img, "jpeg", rng), sample._encode(img, "png", rng)
-    data = sample._corrupt_bytes(kind, rng, good_jpeg, good_png)
+    img = render._background(64, 64, rng)
+    good_jpeg, good_png = render._encode(img, "jpeg", rng), render._encode(img, "png", rng)
+    data = render._corrupt_bytes(kind, rng, good_jpeg, good_png)
     reason = sample.CORRUPT_KINDS[kind]
     if reason == "empty-file":
         assert data == b""
@@ -242,7 +241,7 @@ def test_flawed_shots_really_differ(cat, truth):
     clean_sharp = min(_sharpness(_rgb(cat.root / p["image"])) for p in clean[:30])
     clean_light = min(np.asarray(_rgb(cat.root / p["image"]).convert("L")).mean()
                       for p in clean[:30])
-    pal = sample._Palette()
+    pal = plan.Palette()
     for p in truth["products"].values():
         flaw = p["flaw"]
         if flaw is None:
@@ -268,7 +267,7 @@ def test_flawed_shots_really_differ(cat, truth):
 
 
 def test_patterned_products_keep_their_main_colour(cat, truth):
-    pal = sample._Palette()
+    pal = plan.Palette()
     checked = 0
     for p in truth["products"].values():
         if p["pattern"] == "solid" or p["flaw"] or not p["image"].endswith((".jpg", ".png")):
@@ -441,7 +440,7 @@ def test_manifest_variants_and_bad_manifests(tmp_path):
 def test_shaded_catalog_keeps_the_truth_and_really_shades(tmp_path):
     """shading=True: same products and truth colours, each shot lit with volume (its
     product pixels spread over a wide lightness range), strengths recorded in the truth."""
-    from vismerch.catalog.sample import generate_catalog
+    from vismerch.sample import generate_catalog
 
     kw = dict(n=12, seed=6, corrupt=False, flawed=False, duplicates=False, wrong_listed=False,
               formats={"png": 1.0})

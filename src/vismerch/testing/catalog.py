@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from vismerch.catalog.sample import SampleCatalog, generate_catalog
+from vismerch.sample import SampleCatalog, generate_catalog
 
 RGB = tuple[int, int, int]
 
