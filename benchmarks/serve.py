@@ -116,6 +116,7 @@ def build_store(n: int, workers: int) -> tuple[Path, str]:
 def start_experiment(store_path: Path, collection: str) -> int:
     """A running experiment on ``collection``: its published version against a second one."""
     from vismerch.service import experiments, versions
+    from vismerch.service.models_experiments import ExperimentIn
     from vismerch.service.workspace import Workspace
 
     with Workspace.open(store_path) as ws:
@@ -126,7 +127,8 @@ def start_experiment(store_path: Path, collection: str) -> int:
         names = {v.name for v in versions.list_versions(ws, collection).versions}
         if "bench-b" not in names:
             versions.save_draft(ws, collection, "bench-b", mode="flow")
-        return experiments.create_experiment(ws, collection, [live, "bench-b"]).id
+        spec = ExperimentIn(collection=collection, variants=[live, "bench-b"])
+        return experiments.create_experiment(ws, spec).id
 
 
 # ------------------------------------------------------------------------------ server

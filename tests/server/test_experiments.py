@@ -151,3 +151,25 @@ def test_stopping_restores_the_live_version_for_everyone(two_versions):
     rest = client.get(f"/api/v1/experiments?collection=ab&cursor={listed['next_cursor']}",
                       headers=auth(keys["viewer"])).json()
     assert [e["status"] for e in listed["items"] + rest["items"]] == ["promoted", "stopped"]
+
+
+def test_cli_create_checks_like_the_api_and_starts_one(two_versions, capsys):
+    import json
+
+    from vismerch.cli import main
+    from vismerch.service.collections import create_collection
+    from vismerch.service.versions import save_draft
+
+    _, ws, _ = two_versions
+    create_collection(ws, "cli", where="true")
+    for name in ("c1", "c2"):
+        save_draft(ws, "cli", name, mode="flow")
+    store = str(ws.store.path)
+    capsys.readouterr()
+    args = ["experiments", "create", store, "-c", "cli", "--variants", "c1,c2"]
+    assert main([*args, "--holdout", "0.7"]) == 2
+    assert "holdout" in capsys.readouterr().err
+    assert main([*args, "--split", "30,70", "--json"]) == 0
+    made = json.loads(capsys.readouterr().out)
+    assert [v["name"] for v in made["variants"]] == ["c1", "c2"] and made["status"] == "running"
+    assert [v["weight"] for v in made["variants"]] == [30.0, 70.0]

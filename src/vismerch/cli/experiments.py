@@ -61,12 +61,16 @@ def create(store: StoreArg,
            json_out: JsonOpt = False) -> None:
     """Start an experiment; prints its id and the sample it needs."""
     from vismerch.service import experiments
+    from vismerch.service._util import validated
+    from vismerch.service.models_experiments import ExperimentIn
 
     with _workspace(store) as ws:
-        exp = experiments.create_experiment(
-            ws, collection, [v.strip() for v in variants.split(",") if v.strip()], split=_split(split),
-            metric=metric, guardrails=[g.strip() for g in (guardrails or "").split(",") if g.strip()],
-            holdout=holdout, min_lift=min_lift, ends_at=ends_at, by=_actor())
+        spec = validated(ExperimentIn, {
+            "collection": collection, "variants": [v.strip() for v in variants.split(",") if v.strip()],
+            "split": _split(split), "metric": metric,
+            "guardrails": [g.strip() for g in (guardrails or "").split(",") if g.strip()],
+            "holdout": holdout, "min_lift": min_lift, "ends_at": ends_at})
+        exp = experiments.create_experiment(ws, spec, by=_actor())
     if json_out:
         _print_json(exp.model_dump())
         return

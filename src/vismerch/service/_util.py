@@ -7,9 +7,24 @@ import binascii
 import hashlib
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from vismerch.errors import InvalidInput, NotFound
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(model: type[M], data: dict[str, Any]) -> M:
+    """``data`` as ``model`` (what the API checks), or InvalidInput naming the first bad field:
+    the CLI's way to the same checks as the API's request bodies."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err.get("loc", ())) or "input"
+        raise InvalidInput(field, f"{field}: {err.get('msg', 'invalid')}") from None
 
 
 def check_k(k: int, field: str = "k", maximum: int = 1000) -> int:

@@ -24,7 +24,7 @@ from vismerch.experiments import stats
 from vismerch.experiments.assign import HOLDOUT, assign
 from vismerch.service import events, versions
 from vismerch.service._util import parse_time
-from vismerch.service.models_experiments import Experiment
+from vismerch.service.models_experiments import Experiment, ExperimentIn
 from vismerch.service.workspace import Workspace
 
 PLAN_DAYS = 28  # recent traffic the sample-size plan is estimated from
@@ -60,23 +60,21 @@ def _variants(ws: Workspace, collection: str, names: Sequence[str], split: Seque
     return out
 
 
-def create_experiment(ws: Workspace, collection: str, variants: Sequence[str], *,
-                      split: Sequence[float] | None = None, holdout: float = 0.0,
-                      metric: str = "revenue_per_visitor", guardrails: Sequence[str] = (),
-                      min_lift: float = 0.05, starts_at: str | None = None, ends_at: str | None = None,
-                      name: str | None = None, by: str | None = None) -> Experiment:
-    """Start an experiment on ``collection`` (at most one runs per collection)."""
+def create_experiment(ws: Workspace, spec: ExperimentIn, *, by: str | None = None) -> Experiment:
+    """Start an experiment on ``spec.collection`` (at most one runs per collection)."""
+    collection, variants, metric, holdout, min_lift = (spec.collection, spec.variants, spec.metric,
+                                                      spec.holdout, spec.min_lift)
     vstore.require_collection(ws.store, collection)
-    chosen = _variants(ws, collection, variants, split)
+    chosen = _variants(ws, collection, variants, spec.split)
     _check_metric(metric, "metric")
-    for g in guardrails:
+    for g in spec.guardrails:
         _check_metric(g, "guardrails")
     if not 0 <= holdout < 0.5:
         raise InvalidInput("holdout", "holdout must be at least 0 and below 0.5")
     if not 0 < min_lift <= 1:
         raise InvalidInput("min_lift", "min_lift must be above 0 and at most 1 (0.05 = +5%)")
-    start = _stamp(starts_at, "starts_at") or utc_timestamp()
-    end = _stamp(ends_at, "ends_at")
+    start = _stamp(spec.starts_at, "starts_at") or utc_timestamp()
+    end = _stamp(spec.ends_at, "ends_at")
     if end is not None and end <= start:
         raise InvalidInput("ends_at", "ends_at must be after starts_at")
     if xstore.running(ws.store, collection) is not None:
@@ -86,8 +84,8 @@ def create_experiment(ws: Workspace, collection: str, variants: Sequence[str], *
     plan = plan_experiment(ws, collection, metric=metric, min_lift=min_lift,
                            split=[v["weight"] for v in chosen], holdout=holdout)
     new_id = xstore.insert(ws.store, {
-        "collection": collection, "name": name or f"{collection}: {' vs '.join(variants)}",
-        "variants": chosen, "holdout": float(holdout), "metric": metric, "guardrails": list(guardrails),
+        "collection": collection, "name": spec.name or f"{collection}: {' vs '.join(variants)}",
+        "variants": chosen, "holdout": float(holdout), "metric": metric, "guardrails": list(spec.guardrails),
         "min_lift": float(min_lift), "plan": plan, "starts_at": start, "ends_at": end, "created_by": by})
     if new_id is None:  # another writer started one meanwhile
         raise Conflict(f"{collection} already has a running experiment")

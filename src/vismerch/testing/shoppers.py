@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 import numpy as np
 
@@ -191,62 +192,101 @@ def _versions(rng, attractiveness, n_versions: int, days: int, start: date, pins
     return np.stack(orders), bounds
 
 
-def simulate_shoppers(n_products: int = 200, *, visitors: int = 4000, days: int = 21, n_versions: int = 3,
-                      n_categories: int = 5, seed: int = 0, examination: str = "geometric",
-                      behaviour: str = "pbm", widths: dict[int, float] | None = None,
-                      columns_known: float = 1.0, pins: dict[int, int] | None = None,
-                      stop_after_click: float = 0.6, kappa: float = 25.0, correlation: float = 0.5,
-                      collection: str = "sim", currency: str = "EUR",
-                      start: date = date(2026, 11, 2)) -> ShopperTraffic:
-    """Simulate ``visitors`` shoppers on one collection (deterministic for a seed).
+@dataclass(frozen=True)
+class Scenario:
+    """The simulated traffic's knobs (``simulate_shoppers``' keyword options).
 
     ``pins``: product index -> 1-based position in every version. ``columns_known``: share
     of visitors whose storefront reports the grid width. ``behaviour``: ``pbm`` or ``cascade``."""
-    if behaviour not in ("pbm", "cascade") or examination not in EXAMINATION:
-        raise ValueError(f"behaviour {behaviour!r} / examination {examination!r} unknown")
-    rng = np.random.default_rng(seed)
-    widths = widths or {4: 0.6, 3: 0.15, 2: 0.25}
-    category, attr, price, p_atc, p_buy = _products(rng, n_products, n_categories, kappa)
-    orders, bounds = _versions(rng, attr, n_versions, days, start, pins, correlation)
+
+    visitors: int = 4000
+    days: int = 21
+    n_versions: int = 3
+    n_categories: int = 5
+    seed: int = 0
+    examination: str = "geometric"
+    behaviour: str = "pbm"
+    widths: dict[int, float] | None = None
+    columns_known: float = 1.0
+    pins: dict[int, int] | None = None
+    stop_after_click: float = 0.6
+    kappa: float = 25.0
+    correlation: float = 0.5
+    collection: str = "sim"
+    currency: str = "EUR"
+    start: date = date(2026, 11, 2)
+
+
+def simulate_shoppers(n_products: int = 200, **options: Any) -> ShopperTraffic:
+    """Simulate shoppers on one collection of ``n_products`` (deterministic for a seed);
+    ``options`` are ``Scenario``'s fields."""
+    sc = Scenario(**options)
+    if sc.behaviour not in ("pbm", "cascade") or sc.examination not in EXAMINATION:
+        raise ValueError(f"behaviour {sc.behaviour!r} / examination {sc.examination!r} unknown")
+    rng = np.random.default_rng(sc.seed)
+    category, attr, price, p_atc, p_buy = _products(rng, n_products, sc.n_categories, sc.kappa)
+    orders, bounds = _versions(rng, attr, sc.n_versions, sc.days, sc.start, sc.pins, sc.correlation)
     ids = tuple(f"P{i:05d}" for i in range(n_products))
-    versions = tuple(Version(v + 1, start + timedelta(days=int(bounds[v])),
-                             start + timedelta(days=int(bounds[v + 1])), tuple(ids[i] for i in orders[v]))
-                     for v in range(n_versions))
-    truth = ShopperTruth(ids, category, attr, price, p_atc, p_buy, versions, behaviour, examination)
-
-    day = rng.integers(0, days, visitors)
-    t0 = int(datetime(start.year, start.month, start.day, tzinfo=UTC).timestamp()) * 1_000_000
-    v_ts = np.sort(t0 + day * 86_400_000_000 + rng.integers(0, 86_400_000_000, visitors))
-    day = (v_ts - t0) // 86_400_000_000
-    v_version = np.searchsorted(bounds, day, side="right") - 1
-    w_keys = np.array(sorted(widths))
-    v_cols = rng.choice(w_keys, visitors, p=np.array([widths[w] for w in w_keys]) / sum(widths.values()))
-    rows_total = -(-n_products // v_cols)
-    scroll = np.array([SCROLL_ON.get(int(c), 0.93) for c in v_cols])
-    v_rows = np.minimum(rng.geometric(1 - scroll), rows_total)
-    count = np.minimum(v_rows * v_cols, n_products)
-
-    visitor = np.repeat(np.arange(visitors), count)
-    slot = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
-    cols = v_cols[visitor]
-    row, col = slot // cols, slot % cols
-    product = orders[v_version[visitor], slot]
-    theta = np.empty(len(slot))
-    for c in w_keys:
-        m = cols == c
-        theta[m] = EXAMINATION[examination](int(c), row[m], col[m])
-    click = (rng.random(len(slot)) < theta) & (rng.random(len(slot)) < attr[product])
-    if behaviour == "cascade":
-        # each click ends the visit with probability stop_after_click: later slots unexamined
-        allowed = rng.geometric(stop_after_click, visitors)
-        before = np.cumsum(click) - click
-        start_of = np.repeat(np.cumsum(count) - count, count)
-        click &= (before - np.concatenate([[0], np.cumsum(click)])[start_of]) < allowed[visitor]
+    versions = tuple(Version(v + 1, sc.start + timedelta(days=int(bounds[v])),
+                             sc.start + timedelta(days=int(bounds[v + 1])), tuple(ids[i] for i in orders[v]))
+                     for v in range(sc.n_versions))
+    truth = ShopperTruth(ids, category, attr, price, p_atc, p_buy, versions, sc.behaviour, sc.examination)
+    v = _visits(rng, sc, n_products, bounds)
+    visitor = np.repeat(np.arange(sc.visitors), v.count)
+    slot = np.arange(v.count.sum()) - np.repeat(np.cumsum(v.count) - v.count, v.count)
+    cols = v.cols[visitor]
+    row = slot // cols
+    product = orders[v.version[visitor], slot]
+    click = _clicks(rng, sc, v, visitor, slot, attr[product])
     atc = click & (rng.random(len(slot)) < p_atc[product])
     buy = atc & (rng.random(len(slot)) < p_buy[product])
     qty = np.where(buy, np.minimum(rng.geometric(0.7, len(slot)), 3), 0)
-    reported = rng.random(visitors) < columns_known
+    reported = rng.random(sc.visitors) < sc.columns_known
     return ShopperTraffic(
-        truth, collection, currency, seed, visitor, v_ts[visitor] + row * 3_000_000,
-        (v_version + 1)[visitor], slot + 1, np.where(reported[visitor], cols, 0), product,
+        truth, sc.collection, sc.currency, sc.seed, visitor, v.ts[visitor] + row * 3_000_000,
+        (v.version + 1)[visitor], slot + 1, np.where(reported[visitor], cols, 0), product,
         click, atc, buy, qty)
+
+
+@dataclass(frozen=True)
+class _Visits:
+    """Per visitor: arrival (µs), version index, grid width, slots seen."""
+
+    ts: np.ndarray
+    version: np.ndarray
+    cols: np.ndarray
+    count: np.ndarray
+
+
+def _visits(rng: np.random.Generator, sc: Scenario, n_products: int, bounds: np.ndarray) -> _Visits:
+    widths = sc.widths or {4: 0.6, 3: 0.15, 2: 0.25}
+    day = rng.integers(0, sc.days, sc.visitors)
+    t0 = int(datetime(sc.start.year, sc.start.month, sc.start.day, tzinfo=UTC).timestamp()) * 1_000_000
+    v_ts = np.sort(t0 + day * 86_400_000_000 + rng.integers(0, 86_400_000_000, sc.visitors))
+    day = (v_ts - t0) // 86_400_000_000
+    v_version = np.searchsorted(bounds, day, side="right") - 1
+    w_keys = np.array(sorted(widths))
+    v_cols = rng.choice(w_keys, sc.visitors, p=np.array([widths[w] for w in w_keys]) / sum(widths.values()))
+    rows_total = -(-n_products // v_cols)
+    scroll = np.array([SCROLL_ON.get(int(c), 0.93) for c in v_cols])
+    v_rows = np.minimum(rng.geometric(1 - scroll), rows_total)
+    return _Visits(v_ts, v_version, v_cols, np.minimum(v_rows * v_cols, n_products))
+
+
+def _clicks(rng: np.random.Generator, sc: Scenario, v: _Visits, visitor: np.ndarray, slot: np.ndarray,
+            attractiveness: np.ndarray) -> np.ndarray:
+    """Which seen slots are clicked: examined (by the grid model) and attracted."""
+    cols = v.cols[visitor]
+    row, col = slot // cols, slot % cols
+    theta = np.empty(len(slot))
+    for c in np.unique(v.cols):
+        m = cols == c
+        theta[m] = EXAMINATION[sc.examination](int(c), row[m], col[m])
+    click = (rng.random(len(slot)) < theta) & (rng.random(len(slot)) < attractiveness)
+    if sc.behaviour == "cascade":
+        # each click ends the visit with probability stop_after_click: later slots unexamined
+        allowed = rng.geometric(sc.stop_after_click, sc.visitors)
+        before = np.cumsum(click) - click
+        start_of = np.repeat(np.cumsum(v.count) - v.count, v.count)
+        click &= (before - np.concatenate([[0], np.cumsum(click)])[start_of]) < allowed[visitor]
+    return click

@@ -39,7 +39,7 @@ def plan(request: Request,
 @router.post("/experiments", response_model=Experiment, status_code=201, summary="Start an experiment")
 def create(request: Request, body: ExperimentIn,
            who: Principal = Depends(require("merchandiser"))) -> Experiment:
-    return experiments.create_experiment(workspace(request), **body.model_dump(), by=who.key_id)
+    return experiments.create_experiment(workspace(request), body, by=who.key_id)
 
 
 @router.get("/experiments/{experiment_id}", response_model=Experiment, summary="One experiment")
