@@ -44,7 +44,7 @@ def test_aa_false_positive_rate(pool, source):
     rng = np.random.default_rng(2026)
     hits = np.zeros(3)
     for _ in range(400):
-        data = simulate_experiment(20_000, pool=pool if source == "shopper" else None, rng=rng)
+        data = simulate_experiment(20_000, source=pool if source == "shopper" else None, seed=rng)
         report = results(data, guardrails=GUARDS)
         hits += [_significant(report)[0], *_significant(report, "guardrails")]
     rate = hits / 400
@@ -61,7 +61,7 @@ def test_power_at_planned_sample(pool):
     rng = np.random.default_rng(7)
     detected, concluded = 0, 0
     for _ in range(400):
-        data = simulate_experiment(2 * n + 1000, lifts=(0.0, 0.05), pool=pool, rng=rng)
+        data = simulate_experiment(2 * n + 1000, lifts=(0.0, 0.05), source=pool, seed=rng)
         report = results(data, planned_per_variant=n)
         comp = report["primary"]["comparisons"][0]
         detected += comp["better"]
@@ -75,8 +75,8 @@ def test_sample_ratio_mismatch(pool):
     broken = honest = 0
     for seed in range(200):
         rng = np.random.default_rng(seed)
-        bad = simulate_experiment(100_000, assigned_split=(0.48, 0.52), pool=pool, rng=rng)
-        good = simulate_experiment(100_000, pool=pool, rng=rng)
+        bad = simulate_experiment(100_000, assigned_split=(0.48, 0.52), source=pool, seed=rng)
+        good = simulate_experiment(100_000, source=pool, seed=rng)
         split = {"A": 50, "B": 50}
         broken += srm_check({k: d.n for k, d in bad.items()}, split)["flagged"]
         honest += srm_check({k: d.n for k, d in good.items()}, split)["flagged"]
@@ -97,7 +97,7 @@ def test_srm_counts_a_holdout_and_an_empty_bucket():
 def test_ctr_delta_method_matches_bootstrap(pool, source):
     """The delta-method variance of CTR is within 15% of a visitor bootstrap's, while the
     impression-level binomial variance understates it (impressions are not independent)."""
-    data = simulate_experiment(6000, split=(1.0,), pool=pool if source == "shopper" else None,
+    data = simulate_experiment(6000, split=(1.0,), source=pool if source == "shopper" else None,
                                seed=3)["A"]
     est = ClickThroughRate().estimate(data)
     rng = np.random.default_rng(5)
@@ -121,7 +121,7 @@ def test_holm_controls_family_wise_error_with_three_variants(pool):
     rng = np.random.default_rng(99)
     adjusted = raw = 0
     for _ in range(400):
-        data = simulate_experiment(24_000, split=(1, 1, 1), pool=pool, rng=rng)
+        data = simulate_experiment(24_000, split=(1, 1, 1), source=pool, seed=rng)
         comps = results(data)["primary"]["comparisons"]
         assert len(comps) == 2 and all(c["p_adjusted"] >= c["p_value"] for c in comps)
         adjusted += any(c["significant"] for c in comps)
@@ -132,7 +132,7 @@ def test_holm_controls_family_wise_error_with_three_variants(pool):
 
 def test_not_yet_conclusive_until_the_planned_sample(pool):
     """A large true lift is significant early, but the fixed-horizon verdict waits."""
-    data = simulate_experiment(40_000, lifts=(0.0, 0.3), pool=pool, seed=1)
+    data = simulate_experiment(40_000, lifts=(0.0, 0.3), source=pool, seed=1)
     early = results(data, planned_per_variant=30_000)
     assert early["status"] == "not_yet_conclusive" and early["winner"] is None
     assert early["primary"]["comparisons"][0]["significant"]
@@ -179,7 +179,7 @@ def test_plan_sample_size_formula():
     plan = plan_sample_size(1.0, 1.0, 0.1, visitors_per_day=1000)
     assert 1570 < plan["per_variant"][0] == plan["per_variant"][1] == int(np.ceil(n))
     assert plan["days"] == 4
-    three = plan_sample_size(1.0, 1.0, 0.1, n_variants=3)
+    three = plan_sample_size(1.0, 1.0, 0.1, split=(1, 1, 1))
     assert three["alpha_per_comparison"] == 0.025 and three["per_variant"][0] > plan["per_variant"][0]
     uneven = plan_sample_size(1.0, 1.0, 0.1, split=[20, 80], visitors_per_day=1000, traffic_share=0.5)
     total = (z_a * np.sqrt(1 / 0.2 + 1 / 0.8) + z_b * np.sqrt(1 / 0.2 + 1.21 / 0.8)) ** 2 / 0.01

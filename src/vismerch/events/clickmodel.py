@@ -17,6 +17,7 @@ Sparse products are shrunk toward an empirical-Bayes Beta prior of their categor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from scipy import optimize, stats
@@ -198,7 +199,19 @@ class ClickModelFit:
 
 
 # --------------------------------------------------------------------------- examination layout
-def _slot_layout(counts: CellCounts):
+class _SlotLayout(NamedTuple):
+    slots: np.ndarray  # (S, 2) unique (columns, position)
+    cell_slot: np.ndarray  # per counted cell: its slot
+    row: np.ndarray  # per slot: 0-based grid row (-1: width unknown)
+    col: np.ndarray  # per slot: 0-based grid column (-1: width unknown)
+    row_f: np.ndarray  # per slot: its row factor
+    col_f: np.ndarray  # per slot: its column factor
+    col_fixed: np.ndarray  # per column factor: held at 1
+    row_keys: np.ndarray  # per row factor: (columns, row or position)
+    n_col: int
+
+
+def _slot_layout(counts: CellCounts) -> _SlotLayout:
     """Unique (columns, position) slots, each one row factor and one column factor.
     Known width: factors (c, row) and (c, col); unknown: (0, position) and a fixed 1."""
     keys = np.stack([counts.columns, counts.position], 1)
@@ -214,8 +227,8 @@ def _slot_layout(counts: CellCounts):
     col_keys, col_f = np.unique(col_key, axis=0, return_inverse=True)
     # column 0 of each width (and the unknown width's single column) anchors its width's scale
     col_fixed = (col_keys[:, 0] == 0) | (col_keys[:, 1] == 0)
-    return slots, cell_slot, row.astype(np.int64), col.astype(np.int64), row_f.ravel(), col_f.ravel(), \
-        col_fixed, row_keys, len(col_keys)
+    return _SlotLayout(slots, cell_slot, row.astype(np.int64), col.astype(np.int64), row_f.ravel(),
+                       col_f.ravel(), col_fixed, row_keys, len(col_keys))
 
 
 def _best_alpha(prod, n, k, tc, n_products: int, alpha: np.ndarray, steps: int = 8) -> np.ndarray:
@@ -234,12 +247,13 @@ def _best_alpha(prod, n, k, tc, n_products: int, alpha: np.ndarray, steps: int =
     return np.where(K > 0, a, 0.0)
 
 
-def _mle(counts: CellCounts, n_products: int, slots, cell_slot, row_f, col_f, col_fixed, row_keys,
-         n_col: int, max_iter: int, tol: float):
+def _mle(counts: CellCounts, n_products: int, layout: _SlotLayout, max_iter: int, tol: float):
     """PBM maximum likelihood (clicks ~ Binomial(n, alpha x row x column)): attractiveness
     profiled out exactly per product, the examination factors by L-BFGS-B on log scale.
     (Textbook EM crawls here, and theta = 1 is absorbing for its updates.)"""
     prod, n, k = counts.product_idx, counts.impressions, counts.clicks
+    slots, cell_slot, row_f, col_f, row_keys, n_col = (layout.slots, layout.cell_slot, layout.row_f,
+                                                       layout.col_f, layout.row_keys, layout.n_col)
     n_row = len(row_keys)
     n_slot = np.bincount(cell_slot, n, len(row_f))
     # a weak random-walk prior between neighbouring rows of a width: deep, rarely seen rows
@@ -248,7 +262,7 @@ def _mle(counts: CellCounts, n_products: int, slots, cell_slot, row_f, col_f, co
     # the scale ridge (c alpha, theta / c) is removed by fixing the busiest position-1 row
     first = np.flatnonzero(slots[:, 1] == slots[:, 1].min())
     ref_row = row_f[first[np.argmax(n_slot[first])]]
-    fixed = np.concatenate([np.arange(n_row) == ref_row, col_fixed])
+    fixed = np.concatenate([np.arange(n_row) == ref_row, layout.col_fixed])
     bounds = [(0.0, 0.0) if f else (-12.0, np.log(2.0)) for f in fixed]
     cells_row, cells_col = row_f[cell_slot], col_f[cell_slot]
     state = {"alpha": np.bincount(prod, k, n_products) / np.maximum(np.bincount(prod, n, n_products), _EPS)}
@@ -310,10 +324,10 @@ def fit_click_model(counts: CellCounts, category, *, level: float = 0.95, max_it
     n_products = len(category)
     if counts.product_idx.size and counts.product_idx.max() >= n_products:
         raise ValueError("product_idx beyond len(category)")
-    slots, cell_slot, row, col, row_f, col_f, col_fixed, row_keys, n_col = _slot_layout(counts)
+    layout = _slot_layout(counts)
+    slots, cell_slot, row, col = layout.slots, layout.cell_slot, layout.row, layout.col
     if len(slots):
-        alpha, theta, theta_var, iterations, converged = _mle(
-            counts, n_products, slots, cell_slot, row_f, col_f, col_fixed, row_keys, n_col, max_iter, tol)
+        alpha, theta, theta_var, iterations, converged = _mle(counts, n_products, layout, max_iter, tol)
     else:  # no traffic yet: every product is a cold start
         alpha, theta, theta_var, iterations, converged = np.zeros(n_products), np.zeros(0), \
             np.zeros(n_products), 0, True

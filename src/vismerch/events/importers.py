@@ -23,6 +23,7 @@ class ImportOptions:
     currency: str = "USD"  # when a purchase names none
     collection: str | None = None  # when a row names none (UBI has no list id)
     index_base: str = "auto"  # GA4/UBI list index: "0", "1" or "auto" (0-based if any row has 0)
+    future_slack_s: float = 300.0  # an event this far past now is refused as future-timestamp
 
 
 class EventFormat(ABC):

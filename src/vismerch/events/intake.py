@@ -76,7 +76,7 @@ _SKIP = ("other-event",)  # not an error: the export's page views and the like
 
 def import_file(log: EventLog, path: Path, fmt: str, *, salt: str, product_ids: list[str],
                 publications: list[tuple[str, str, int]], options: ImportOptions | None = None,
-                now: datetime | None = None, future_slack_s: float = 300.0) -> ImportReport:
+                now: datetime | None = None) -> ImportReport:
     """Read ``path`` as ``fmt``, check every event, append the new ones to ``log``.
     ``publications``: (collection, RFC 3339 time, version id) of every publish and rollback,
     so an event that names no version gets the one live at its time."""
@@ -108,7 +108,7 @@ def import_file(log: EventLog, path: Path, fmt: str, *, salt: str, product_ids: 
         report.skipped["other-event"] = int(other)
     con.execute(f"CREATE TEMP TABLE imp AS {reader.select(options)}")
     report.index_base = _fix_positions(con, options.index_base)
-    _mark(con, now + timedelta(seconds=future_slack_s))
+    _mark(con, now + timedelta(seconds=options.future_slack_s))
     for reason, n in con.execute("SELECT reason, COUNT(*) FROM imp WHERE reason IS NOT NULL GROUP BY 1 "
                                  "ORDER BY 1").fetchall():
         bucket = report.skipped if reason in _SKIP else report.refused

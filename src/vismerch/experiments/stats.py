@@ -271,13 +271,13 @@ def _normalised_split(split: Sequence[float] | None, n_variants: int) -> np.ndar
 
 def plan_sample_size(baseline_mean: float, baseline_variance: float, min_relative_lift: float, *,
                      alpha: float = DEFAULT_ALPHA, power: float = DEFAULT_POWER,
-                     split: Sequence[float] | None = None, n_variants: int | None = None,
+                     split: Sequence[float] = (1.0, 1.0),
                      visitors_per_day: float | None = None, traffic_share: float = 1.0) -> dict:
     """Visitors each variant needs for a two-sided Welch test at ``alpha`` to detect a relative
     lift of ``min_relative_lift`` with probability ``power``, and the days that takes.
 
     ``baseline_variance`` is per visitor (:meth:`Metric.baseline`). ``split`` lists the
-    weights, control first (default equal over ``n_variants``, default 2). With k > 2
+    weights, control first (default two equal variants). With k > 2
     variants α is divided by the k - 1 comparisons (Bonferroni; the Holm correction used in
     :func:`results` rejects at least as often, so the plan stays valid). Normal
     approximation, with δ = lift × mean, w_c the control's weight and w_t the smallest
@@ -287,7 +287,7 @@ def plan_sample_size(baseline_mean: float, baseline_variance: float, min_relativ
     the lift is in conversion, where the variance grows about as the mean).
     ``visitors_per_day`` is the collection's traffic, ``traffic_share`` the part of it in
     the experiment (less than 1 with a holdout)."""
-    k = n_variants or (len(split) if split is not None else 2)
+    k = len(split)
     if k < 2:
         raise InvalidInput("variants", "an experiment needs at least two variants")
     w = _normalised_split(split, k)

@@ -76,10 +76,10 @@ def import_events(ws: Workspace, path: Path, fmt: str, *, currency: str = "USD",
         raise InvalidInput("file", f"{path} is not a file")
     if index_base not in ("auto", "0", "1"):
         raise InvalidInput("index_base", "index base must be auto, 0 or 1")
-    options = ImportOptions(currency=currency, collection=collection, index_base=index_base)
+    options = ImportOptions(currency=currency, collection=collection, index_base=index_base,
+                            future_slack_s=float(setting(ws.settings, "events_future_slack_s")))
     return import_file(event_log(ws), Path(path), fmt, salt=visitor_salt(ws),
-                       product_ids=sorted(_product_ids(ws)), publications=_publications(ws),
-                       options=options, future_slack_s=float(setting(ws.settings, "events_future_slack_s")))
+                       product_ids=sorted(_product_ids(ws)), publications=_publications(ws), options=options)
 
 
 def _ratio(a: float, b: float) -> float | None:

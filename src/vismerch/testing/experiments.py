@@ -11,7 +11,7 @@ Visitors come from one of two sources, the same for every variant:
   visitor has their own click propensity (so impressions are not independent trials).
 
     pool = visitor_pool(simulate_shoppers(visitors=20_000, seed=1))
-    data = simulate_experiment(40_000, lifts=(0.0, 0.05), pool=pool, seed=7)
+    data = simulate_experiment(40_000, lifts=(0.0, 0.05), source=pool, seed=7)
     data["B"].revenue.mean() / data["A"].revenue.mean()     # about 1.05
 
 ``lifts`` (control first, 0 for the control) is the true relative lift of each variant:
@@ -101,12 +101,12 @@ def _from_pool(rng, pool: VisitorData, buyers: np.ndarray, others: np.ndarray, n
 def simulate_experiment(n_visitors: int, split: Sequence[float] = (0.5, 0.5),
                         lifts: Sequence[float] | None = None, *, lift_on: str = "conversion",
                         names: Sequence[str] | None = None, assigned_split: Sequence[float] | None = None,
-                        pool: VisitorData | None = None, model: VisitorModel | None = None,
-                        seed: int | None = 0, rng: np.random.Generator | None = None
-                        ) -> dict[str, VisitorData]:
+                        source: VisitorData | VisitorModel | None = None,
+                        seed: int | np.random.Generator | None = 0) -> dict[str, VisitorData]:
     """One experiment: ``n_visitors`` assigned at random by ``assigned_split`` (default the
-    planned ``split``), each variant's visitors drawn with its true lift. Returns the
-    visitors per variant, named ``names`` (default A, B, C, ...), control first."""
+    planned ``split``), each variant's visitors drawn with its true lift from ``source`` (a
+    pool of simulated shoppers, or a parametric model; default ``VisitorModel()``). Returns
+    the visitors per variant, named ``names`` (default A, B, C, ...), control first."""
     if lift_on not in LIFT_ON:
         raise ValueError(f"lift_on {lift_on!r} not one of {LIFT_ON}")
     k = len(split)
@@ -114,14 +114,15 @@ def simulate_experiment(n_visitors: int, split: Sequence[float] = (0.5, 0.5),
     names = tuple(names) if names is not None else tuple(chr(ord("A") + i) for i in range(k))
     if not (len(lifts) == len(names) == k) or (assigned_split is not None and len(assigned_split) != k):
         raise ValueError("split, lifts, names and assigned_split must have one entry per variant")
-    rng = rng if rng is not None else np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)  # a Generator passed in is used as it is
     w = np.asarray(assigned_split if assigned_split is not None else split, np.float64)
     counts = rng.multinomial(n_visitors, w / w.sum())
-    if pool is not None:
+    if isinstance(source, VisitorData):
+        pool = source
         bought = pool.orders > 0
         buyers, others = np.flatnonzero(bought), np.flatnonzero(~bought)
         return {nm: _from_pool(rng, pool, buyers, others, int(c), lift, lift_on)
                 for nm, c, lift in zip(names, counts, lifts, strict=True)}
-    model = model or VisitorModel()
+    model = source or VisitorModel()
     return {nm: _from_model(rng, model, int(c), lift, lift_on)
             for nm, c, lift in zip(names, counts, lifts, strict=True)}

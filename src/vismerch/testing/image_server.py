@@ -97,113 +97,137 @@ def _etag(data: bytes) -> str:
     return '"' + hashlib.sha256(data).hexdigest()[:16] + '"'
 
 
-def _handler(server: ImageServer):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def _handler(server: ImageServer) -> type[BaseHTTPRequestHandler]:
+    return type("Handler", (_Handler,), {"state": server})
 
-        def log_message(self, *args: Any) -> None:  # quiet
-            pass
 
-        def handle(self) -> None:
-            # the client gave up (a timeout test): nothing to answer
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                super().handle()
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    state: ImageServer
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            parts = urlsplit(self.path)
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def handle(self) -> None:
+        # the client gave up (a timeout test): nothing to answer
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            super().handle()
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        parts = urlsplit(self.path)
+        server = self.state
+        with server._lock:
+            server.hits[parts.path] += 1
+            server.hosts.append(self.headers.get("Host", ""))
+            server.in_flight += 1
+            server.max_in_flight = max(server.max_in_flight, server.in_flight)
+        try:
+            head, _, rest = parts.path.lstrip("/").partition("/")
+            route = _ROUTES.get(head, _Handler._missing)
+            route(self, rest, parts.path, parse_qs(parts.query))
+        finally:
             with server._lock:
-                server.hits[parts.path] += 1
-                server.hosts.append(self.headers.get("Host", ""))
-                server.in_flight += 1
-                server.max_in_flight = max(server.max_in_flight, server.in_flight)
-            try:
-                self._route(parts.path, parse_qs(parts.query))
-            finally:
-                with server._lock:
-                    server.in_flight -= 1
+                server.in_flight -= 1
 
-        def _route(self, path: str, query: dict[str, list[str]]) -> None:
-            head, _, rest = path.lstrip("/").partition("/")
-            if head == "img":
-                return self._image(rest, etag=True, modified=True)
-            if head == "lm":
-                return self._image(rest, etag=False, modified=True)
-            if head == "plain":
-                return self._image(rest, etag=False, modified=False)
-            if head == "redirect":
-                hops, _, name = rest.partition("/")
-                target = f"/redirect/{int(hops) - 1}/{name}" if int(hops) > 1 else f"/img/{name}"
-                return self._send(302, b"", [("Location", target)])
-            if head == "to":
-                return self._send(302, b"", [("Location", query["url"][0])])
-            if head == "flaky":
-                if server.hits[path] == 1:
-                    return self._send(500, b"try again")
-                return self._image(rest, etag=True, modified=True)
-            if head == "error":
-                return self._send(500, b"broken")
-            if head == "slow":
-                time.sleep(server.slow_s)
-                return self._image(rest, etag=True, modified=True)
-            if head == "drip":
-                self.send_response(200)
-                self.send_header("Content-Length", "1000")
-                self.end_headers()
-                for _ in range(1000):
-                    self.wfile.write(b"x")
-                    self.wfile.flush()
-                    time.sleep(0.1)
-                return None
-            if head == "big":
-                self.send_response(200)
-                self.send_header("Content-Length", str(server.big_bytes))
-                self.end_headers()
-                self.wfile.write(b"\0" * 1024)  # the client must stop at the header
-                self.close_connection = True
-                return None
-            if head == "big-stream":
-                self.send_response(200)
-                self.send_header("Connection", "close")
-                self.end_headers()
-                for _ in range(server.big_bytes // 65536 + 1):
-                    self.wfile.write(b"\0" * 65536)
-                self.close_connection = True
-                return None
+    # -- routes: (rest of the path after the route's name, the whole path, the query)
+    def _img(self, rest: str, path: str, query: dict) -> None:
+        self._image(rest, etag=True, modified=True)
+
+    def _lm(self, rest: str, path: str, query: dict) -> None:
+        self._image(rest, etag=False, modified=True)
+
+    def _plain(self, rest: str, path: str, query: dict) -> None:
+        self._image(rest, etag=False, modified=False)
+
+    def _redirect(self, rest: str, path: str, query: dict) -> None:
+        hops, _, name = rest.partition("/")
+        target = f"/redirect/{int(hops) - 1}/{name}" if int(hops) > 1 else f"/img/{name}"
+        self._send(302, b"", [("Location", target)])
+
+    def _to(self, rest: str, path: str, query: dict) -> None:
+        self._send(302, b"", [("Location", query["url"][0])])
+
+    def _flaky(self, rest: str, path: str, query: dict) -> None:
+        if self.state.hits[path] == 1:
+            self._send(500, b"try again")
+        else:
+            self._image(rest, etag=True, modified=True)
+
+    def _error(self, rest: str, path: str, query: dict) -> None:
+        self._send(500, b"broken")
+
+    def _slow(self, rest: str, path: str, query: dict) -> None:
+        time.sleep(self.state.slow_s)
+        self._image(rest, etag=True, modified=True)
+
+    def _drip(self, rest: str, path: str, query: dict) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "1000")
+        self.end_headers()
+        for _ in range(1000):
+            self.wfile.write(b"x")
+            self.wfile.flush()
+            time.sleep(0.1)
+
+    def _big(self, rest: str, path: str, query: dict) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(self.state.big_bytes))
+        self.end_headers()
+        self.wfile.write(b"\0" * 1024)  # the client must stop at the header
+        self.close_connection = True
+
+    def _big_stream(self, rest: str, path: str, query: dict) -> None:
+        self.send_response(200)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for _ in range(self.state.big_bytes // 65536 + 1):
+            self.wfile.write(b"\0" * 65536)
+        self.close_connection = True
+
+    def _missing(self, rest: str, path: str, query: dict) -> None:
+        self._send(404, b"not found")
+
+    # -- answers
+    def _fresh(self, data: bytes, etag: bool, modified: bool) -> bool:
+        """Whether the client's validators match (If-None-Match wins over If-Modified-Since)."""
+        match = self.headers.get("If-None-Match")
+        since = self.headers.get("If-Modified-Since")
+        if etag and match is not None:
+            return _etag(data) in [m.strip() for m in match.split(",")]
+        if modified and since is not None:
+            return parsedate_to_datetime(since) >= parsedate_to_datetime(LAST_MODIFIED)
+        return False
+
+    def _image(self, name: str, etag: bool, modified: bool) -> None:
+        server = self.state
+        data = server.images.get(name)
+        if data is None:
             return self._send(404, b"not found")
-
-        def _image(self, name: str, etag: bool, modified: bool) -> None:
-            data = server.images.get(name)
-            if data is None:
-                return self._send(404, b"not found")
-            headers = []
-            if etag:
-                headers.append(("ETag", _etag(data)))
-            if modified:
-                headers.append(("Last-Modified", LAST_MODIFIED))
-            match = self.headers.get("If-None-Match")
-            since = self.headers.get("If-Modified-Since")
-            if etag and match is not None:
-                fresh = _etag(data) in [m.strip() for m in match.split(",")]
-            elif modified and since is not None:
-                fresh = parsedate_to_datetime(since) >= parsedate_to_datetime(LAST_MODIFIED)
-            else:
-                fresh = False
-            if fresh:
-                with server._lock:
-                    server.not_modified[name] += 1
-                return self._send(304, b"", headers)
+        headers = []
+        if etag:
+            headers.append(("ETag", _etag(data)))
+        if modified:
+            headers.append(("Last-Modified", LAST_MODIFIED))
+        if self._fresh(data, etag, modified):
             with server._lock:
-                server.bodies[name] += 1
-            return self._send(200, data, [("Content-Type", "image/octet-stream"), *headers])
+                server.not_modified[name] += 1
+            return self._send(304, b"", headers)
+        with server._lock:
+            server.bodies[name] += 1
+        return self._send(200, data, [("Content-Type", "image/octet-stream"), *headers])
 
-        def _send(self, status: int, body: bytes, headers: list[tuple[str, str]] = ()) -> None:
-            self.send_response(status)
-            for key, value in headers:
-                self.send_header(key, value)
-            if status != 304:
-                self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if body:
-                self.wfile.write(body)
+    def _send(self, status: int, body: bytes, headers: list[tuple[str, str]] = ()) -> None:
+        self.send_response(status)
+        for key, value in headers:
+            self.send_header(key, value)
+        if status != 304:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if body:
+            self.wfile.write(body)
 
-    return Handler
+
+_ROUTES = {"img": _Handler._img, "lm": _Handler._lm, "plain": _Handler._plain,
+           "redirect": _Handler._redirect, "to": _Handler._to, "flaky": _Handler._flaky,
+           "error": _Handler._error, "slow": _Handler._slow, "drip": _Handler._drip,
+           "big": _Handler._big, "big-stream": _Handler._big_stream}
