@@ -10,6 +10,7 @@ import pytest
 from vismerch.errors import UsageError
 from vismerch.merch.tagging import (
     Attribute,
+    TagLimits,
     knn_scores,
     label_embeddings,
     load_vocabularies,
@@ -201,7 +202,8 @@ def test_multi_label_attributes_return_several_tags():
     )
     mixed = word_vector("cotton") + word_vector("linen")
     vectors = (mixed / np.linalg.norm(mixed))[None].astype(np.float32)
-    out = tag_vectors(["x"], vectors, attr, label_embeddings(enc, attr), 10.0, threshold=0.2)
+    out = tag_vectors(["x"], vectors, attr, label_embeddings(enc, attr), 10.0,
+                      limits=TagLimits(threshold=0.2))
     assert {t["name"] for t in out[0]["tags"]} == {"cotton", "linen"}
 
 

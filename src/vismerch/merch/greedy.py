@@ -157,59 +157,17 @@ class Greedy:
     # Python over <= 10 ints), then read for all candidates with one numpy gather: far
     # cheaper than candidate x neighbour comparison matrices at ~10k slots.
     def _penalties(self, p: int, cand: np.ndarray) -> dict[str, np.ndarray]:
-        pb, t, w = self.pb, self.t, self.pb.weights
+        """Each soft penalty's value for placing each of ``cand`` at slot ``p`` (terms that
+        are zero for every candidate are left out)."""
+        pb, w = self.pb, self.pb.weights
         out: dict[str, np.ndarray] = {}
-        ol = self.order_list
-        nb_items = [ol[q] for q in t.nq_list[p]]
+        nb_items = [self.order_list[q] for q in self.t.nq_list[p]]
         if pb.vectors is not None and w["lookalike"]:
-            nb = np.array(nb_items, np.int64)
-            sims = pb.vectors[cand] @ pb.vectors[nb].T
-            if sims.max() >= self._tau:  # most slots have no look-alike in sight
-                x = (sims - self._tau) * self._inv
-                out["lookalike"] = np.where(x >= 0, 1.0 + x, 0.0) @ t.wl[p]
-                out["_sims"] = sims
-                out["_nb"] = nb
+            self._lookalike_term(p, cand, nb_items, out)
         if w["colour"]:
-            hit, fl, touched = self.fam_hit, self.fam_list, []
-            for item, weight in zip(nb_items, t.wc_list[p], strict=True):
-                f = fl[item]
-                if f >= 0 and weight:
-                    hit[f] += weight
-                    touched.append(f)
-            if pb.mode == "mix" and t.run_w[p] > 0:  # a third in a row of one family
-                f = fl[ol[p - 1]]
-                if f >= 0 and f == fl[ol[p - 2]]:
-                    hit[f] += t.run_w[p]
-                    touched.append(f)
-            if touched:
-                table = hit if pb.mode == "mix" else pb.flow_dist @ hit
-                out["colour"] = table[pb.family[cand]]
-                hit[touched] = 0.0
+            self._colour_term(p, cand, nb_items, out)
         if self.dominance:
-            pen = None
-            n, inv_k = pb.n_slots, 1.0 / t.k
-            for lab_np, lab_list, hit in self.dominance:
-                touched = []
-                for c in pb.widths:
-                    if c < 2:
-                        continue
-                    start = p - p % c
-                    counts: dict[int, int] = {}
-                    for q in range(start, min(start + c, n)):
-                        item = ol[q]
-                        if q != p and item >= 0:
-                            lab = lab_list[item]
-                            if lab >= 0:
-                                counts[lab] = counts.get(lab, 0) + 1
-                    # one more of a label with c // 2 already makes it more than half the row
-                    for lab, count in counts.items():
-                        if count >= c // 2:
-                            hit[lab] += inv_k
-                            touched.append(lab)
-                if touched:
-                    term = hit[lab_np[cand]]
-                    pen = term if pen is None else pen + term
-                    hit[touched] = 0.0
+            pen = self._dominance_term(p, cand)
             if pen is not None:
                 out["dominance"] = pen
         if self.recent is not None:
@@ -217,6 +175,65 @@ class Greedy:
             if term.any():
                 out["duplicate"] = term.astype(np.float32)
         return out
+
+    def _lookalike_term(self, p: int, cand: np.ndarray, nb_items: list[int],
+                        out: dict[str, np.ndarray]) -> None:
+        pb = self.pb
+        nb = np.array(nb_items, np.int64)
+        sims = pb.vectors[cand] @ pb.vectors[nb].T
+        if sims.max() >= self._tau:  # most slots have no look-alike in sight
+            x = (sims - self._tau) * self._inv
+            out["lookalike"] = np.where(x >= 0, 1.0 + x, 0.0) @ self.t.wl[p]
+            out["_sims"] = sims
+            out["_nb"] = nb
+
+    def _colour_term(self, p: int, cand: np.ndarray, nb_items: list[int],
+                     out: dict[str, np.ndarray]) -> None:
+        pb, t, ol = self.pb, self.t, self.order_list
+        hit, fl, touched = self.fam_hit, self.fam_list, []
+        for item, weight in zip(nb_items, t.wc_list[p], strict=True):
+            f = fl[item]
+            if f >= 0 and weight:
+                hit[f] += weight
+                touched.append(f)
+        if pb.mode == "mix" and t.run_w[p] > 0:  # a third in a row of one family
+            f = fl[ol[p - 1]]
+            if f >= 0 and f == fl[ol[p - 2]]:
+                hit[f] += t.run_w[p]
+                touched.append(f)
+        if touched:
+            table = hit if pb.mode == "mix" else pb.flow_dist @ hit
+            out["colour"] = table[pb.family[cand]]
+            hit[touched] = 0.0
+
+    def _dominance_term(self, p: int, cand: np.ndarray) -> np.ndarray | None:
+        """One label (a colour family, a category) holding more than half of a row."""
+        pb, ol = self.pb, self.order_list
+        pen = None
+        n, inv_k = pb.n_slots, 1.0 / self.t.k
+        for lab_np, lab_list, hit in self.dominance:
+            touched = []
+            for c in pb.widths:
+                if c < 2:
+                    continue
+                start = p - p % c
+                counts: dict[int, int] = {}
+                for q in range(start, min(start + c, n)):
+                    item = ol[q]
+                    if q != p and item >= 0:
+                        lab = lab_list[item]
+                        if lab >= 0:
+                            counts[lab] = counts.get(lab, 0) + 1
+                # one more of a label with c // 2 already makes it more than half the row
+                for lab, count in counts.items():
+                    if count >= c // 2:
+                        hit[lab] += inv_k
+                        touched.append(lab)
+            if touched:
+                term = hit[lab_np[cand]]
+                pen = term if pen is None else pen + term
+                hit[touched] = 0.0
+        return pen
 
     # -- filling ----------------------------------------------------------------------
     def _place(self, p: int, item: int) -> None:
@@ -292,12 +309,11 @@ class Greedy:
 # ---------------------------------------------------------------- swap repair
 
 
-def _edge_penalty(pb: Problem, order: np.ndarray, positions: tuple[int, ...]) -> float:
-    """Look-alike + colour penalty of the edges touching ``positions`` (each edge once)."""
+def _edges(n: int, widths: tuple[int, ...], positions: tuple[int, ...]) -> np.ndarray:
+    """(a, b) slot pairs, a < b, that are grid neighbours at some width and touch ``positions``."""
     edges: set[tuple[int, int]] = set()
-    n = pb.n_slots
     for p in positions:
-        for c in pb.widths:
+        for c in widths:
             if p % c:
                 edges.add((p - 1, p))
             if p % c != c - 1 and p + 1 < n:
@@ -306,7 +322,12 @@ def _edge_penalty(pb: Problem, order: np.ndarray, positions: tuple[int, ...]) ->
                 edges.add((p - c, p))
             if p + c < n:
                 edges.add((p, p + c))
-    e = np.array(sorted(edges), np.int64).reshape(-1, 2)
+    return np.array(sorted(edges), np.int64).reshape(-1, 2)
+
+
+def _edge_penalty(pb: Problem, order: np.ndarray, positions: tuple[int, ...]) -> float:
+    """Look-alike + colour penalty of the edges touching ``positions`` (each edge once)."""
+    e = _edges(pb.n_slots, pb.widths, positions)
     if not len(e):
         return 0.0
     # how many widths make each pair neighbours

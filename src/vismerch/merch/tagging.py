@@ -172,6 +172,21 @@ def top_tags(
     return [(labels[j], float(scores[j])) for j in order if scores[j] >= threshold]
 
 
+@dataclass(frozen=True)
+class TagLimits:
+    """How sure a tag must be: ``threshold`` on its score; the few-shot vote of the ``k``
+    nearest labelled products counts only when one is at least ``min_similarity`` close."""
+
+    threshold: float = DEFAULT_THRESHOLD
+    k: int = DEFAULT_KNN
+    min_similarity: float = DEFAULT_KNN_MIN_SIMILARITY
+
+    @classmethod
+    def from_settings(cls, settings: Any, threshold: float | None = None) -> TagLimits:
+        return cls(float(threshold if threshold is not None else setting(settings, "tag_threshold")),
+                   int(setting(settings, "tag_knn")), float(setting(settings, "tag_knn_min_similarity")))
+
+
 def tag_vectors(
     ids: Sequence[str],
     vectors: np.ndarray,
@@ -180,9 +195,7 @@ def tag_vectors(
     logit_scale: float,
     *,
     examples: Mapping[str, str] | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
-    k: int = DEFAULT_KNN,
-    min_similarity: float = DEFAULT_KNN_MIN_SIMILARITY,
+    limits: TagLimits = TagLimits(),  # frozen: safe to share as a default
     categories: Mapping[str, str | None] | None = None,
 ) -> list[dict[str, Any]]:
     """Tags of one attribute for every row: label > few-shot kNN > zero-shot.
@@ -190,7 +203,8 @@ def tag_vectors(
     ``examples`` maps product id -> label (merchandiser labels); ``categories`` maps
     product id -> category label, used by ``applies_to``.
     """
-    threshold = attribute.threshold if attribute.threshold is not None else threshold
+    threshold = attribute.threshold if attribute.threshold is not None else limits.threshold
+    k, min_similarity = limits.k, limits.min_similarity
     max_tags = attribute.max_tags if attribute.multi_label else 1
     labels = list(attribute.labels)
     zs = zero_shot_scores(vectors, label_vectors, logit_scale)
@@ -259,7 +273,6 @@ def tag_attributes(
     settings: Any = None,
     backend: str | None = None,
     device: str = "cpu",
-    use_store_labels: bool = True,
 ) -> list[dict[str, Any]]:
     """Attribute tags for every product with neural image vectors.
 
@@ -274,11 +287,7 @@ def tag_attributes(
         raise UsageError(f"unknown attribute {attribute!r}", hint=f"choose one of: {', '.join(vocab)}")
     names = [attribute] if attribute else list(vocab)
     features, encoder = load_neural(store, backend=backend, device=device)
-    threshold = float(
-        threshold if threshold is not None else setting(settings, "tag_threshold")
-    )
-    k = int(setting(settings, "tag_knn"))
-    min_sim = float(setting(settings, "tag_knn_min_similarity"))
+    limits = TagLimits.from_settings(settings, threshold)
     products = store.products()
     categories = (
         _categories(products, features, encoder, vocab)
@@ -288,7 +297,7 @@ def tag_attributes(
     results: list[dict[str, Any]] = []
     for name in names:
         attr = vocab[name]
-        examples = store_labels(store, name, products) if use_store_labels else {}
+        examples = store_labels(store, name, products)
         examples.update((labels or {}).get(name, {}))
         results.extend(
             tag_vectors(
@@ -298,9 +307,7 @@ def tag_attributes(
                 label_embeddings(encoder, attr),
                 encoder.logit_scale,
                 examples=examples,
-                threshold=threshold,
-                k=k,
-                min_similarity=min_sim,
+                limits=limits,
                 categories=categories,
             )
         )
