@@ -121,6 +121,40 @@ def read_shard_or_none(path: Path, columns: list[str] | None = None, threads: bo
         return None
 
 
+def gather_rows(store_path: Path, wanted: list[tuple[str, int]],
+                preread: dict[str, dict[str, np.ndarray]] | None = None
+                ) -> tuple[np.ndarray | None, dict[str, np.ndarray], list[int]]:
+    """The shard rows ``wanted`` ((shard path relative to the store, row), in output order):
+    the ``vector`` column (None when no shard could be read), the other columns, and the
+    output positions whose shard is missing or damaged. ``preread``: shards already read, by
+    path; those used are taken out."""
+    by_shard: dict[str, list[int]] = {}
+    for i, (path, _) in enumerate(wanted):
+        by_shard.setdefault(path, []).append(i)
+    vectors: np.ndarray | None = None
+    columns: dict[str, np.ndarray] = {}
+    lost: list[int] = []
+    for shard_path, positions in by_shard.items():
+        take = np.array([wanted[i][1] for i in positions])
+        data = (preread or {}).pop(shard_path, None) or read_shard_or_none(store_path / shard_path)
+        if data is None or any(len(a) <= int(take.max()) for a in data.values()):
+            lost.extend(positions)
+            continue
+        for name, array in data.items():
+            if name == "sha256":
+                continue
+            picked = array[take]
+            if name == "vector":
+                if vectors is None:
+                    vectors = np.zeros((len(wanted),) + picked.shape[1:], np.float32)
+                vectors[positions] = picked
+            else:
+                if name not in columns:
+                    columns[name] = np.zeros((len(wanted),) + picked.shape[1:], picked.dtype)
+                columns[name][positions] = picked
+    return vectors, columns, lost
+
+
 def drop_broken_shards(store_path: Path, con) -> list[tuple[str, str]]:
     """Inside the caller's transaction: forget every shard whose file is missing or damaged
     (its ``features`` rows and its ``shards`` row), so the next plan re-features the images

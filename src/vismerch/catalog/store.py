@@ -274,7 +274,7 @@ class Store:
         different models or precisions never mix. ``preread``: shards the caller already
         read (``read_shard``), by path relative to the store; those used are taken out.
         """
-        from vismerch.catalog.shards import read_shard_or_none
+        from vismerch.catalog.shards import gather_rows
 
         if fingerprint is None:
             known = self.fingerprints(backend)
@@ -289,32 +289,12 @@ class Store:
         ).fetchall()
         if not rows:
             return Features([], np.zeros((0, 0), np.float32), {}, fingerprint)
-        by_shard: dict[str, list[int]] = {}
-        for i, row in enumerate(rows):
-            by_shard.setdefault(row["path"], []).append(i)
         ids = [row["id"] for row in rows]
-        vectors: np.ndarray | None = None
-        columns: dict[str, np.ndarray] = {}
-        lost: list[int] = []  # rows of missing or damaged shards: left out, never a crash
-        for shard_path, positions in by_shard.items():
-            take = np.array([rows[i]["row"] for i in positions])
-            data = (preread or {}).pop(shard_path, None) or read_shard_or_none(self.path / shard_path)
-            if data is None or any(len(a) <= int(take.max()) for a in data.values()):
-                lost.extend(positions)
-                continue
-            for name, array in data.items():
-                picked = array[take]
-                if name == "vector":
-                    if vectors is None:
-                        vectors = np.zeros((len(rows),) + picked.shape[1:], np.float32)
-                    vectors[positions] = picked
-                elif name != "sha256":
-                    if name not in columns:
-                        columns[name] = np.zeros((len(rows),) + picked.shape[1:], picked.dtype)
-                    columns[name][positions] = picked
+        wanted = [(row["path"], row["row"]) for row in rows]
+        vectors, columns, lost = gather_rows(self.path, wanted, preread)
         if vectors is None:  # every shard is gone
             return Features([], np.zeros((0, 0), np.float32), {}, fingerprint)
-        if lost:
+        if lost:  # rows of missing or damaged shards: left out, never a crash
             keep = np.setdiff1d(np.arange(len(ids)), np.array(lost))
             ids = [ids[i] for i in keep]
             vectors = vectors[keep]

@@ -16,6 +16,7 @@ import io
 import json
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -170,13 +171,22 @@ def write_tricky_files(directory: str | Path) -> dict[str, TrickyFile]:
     (alpha composited over white, EXIF orientation applied, first frame, full 16-bit range)."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    red, blue, yellow, white = (220, 30, 30), (30, 60, 200), (240, 200, 40), (255, 255, 255)
     out: dict[str, TrickyFile] = {}
 
     def add(name: str, data: bytes, size, probes, tol: int, note: str) -> None:
         (d / name).write_bytes(data)
         out[name] = TrickyFile(d / name, size, tuple(probes), tol, note)
 
+    _orientation_and_alpha(add)
+    _modes_and_profiles(add)
+    return out
+
+
+_RED, _BLUE, _YELLOW, _WHITE = (220, 30, 30), (30, 60, 200), (240, 200, 40), (255, 255, 255)
+
+
+def _orientation_and_alpha(add: Callable[..., None]) -> None:
+    red, blue, white = _RED, _BLUE, _WHITE
     # Stored 160x96 with red in the stored top-left; orientation 6 (turn 90 degrees
     # clockwise to view) puts it top-right in a 96x160 upright image.
     im = Image.new("RGB", (160, 96), blue)
@@ -204,6 +214,9 @@ def write_tricky_files(directory: str | Path) -> dict[str, TrickyFile]:
         [Probe(0.5, 0.5, blue), Probe(0.1, 0.1, white)], 1,
         "palette PNG whose index 0 (black) is transparent")
 
+
+def _modes_and_profiles(add: Callable[..., None]) -> None:
+    red, blue, yellow = _RED, _BLUE, _YELLOW
     cmyk = _halves((128, 96), blue, yellow).convert("CMYK")
     add("cmyk.jpg", _save(cmyk, "JPEG", quality=95), (128, 96), _halves_probes(blue, yellow), 12,
         "CMYK JPEG (Adobe marker)")
@@ -241,7 +254,6 @@ def write_tricky_files(directory: str | Path) -> dict[str, TrickyFile]:
                                ("image.webp", "WEBP", {"quality": 90}, 12)):
         add(name, _save(_halves((128, 96), red, blue), fmt, **kw), (128, 96),
             _halves_probes(red, blue), tol, f"{fmt} RGB")
-    return out
 
 
 # --------------------------------------------------------------------------- catalogs
