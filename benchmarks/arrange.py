@@ -26,7 +26,7 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from vismerch.merch.arrange import ArrangeOptions, arrange  # noqa: E402
+from vismerch.merch.arrange import ArrangeOptions, Products, arrange  # noqa: E402
 from vismerch.merch.explain import count_lookalikes, dcg  # noqa: E402
 from vismerch.merch.scoring import sort_by_score  # noqa: E402
 
@@ -68,9 +68,8 @@ def generate_catalog(n: int, seed: int = 0, dim: int = 64) -> dict:
 def measure(n: int, mode: str = "mix", seed: int = 0) -> dict:
     cat = generate_catalog(n, seed)
     t0, c0 = time.perf_counter(), time.process_time()
-    result = arrange(cat["ids"], cat["scores"], cat["vectors"],
-                     colour_family=cat["colour_family"], category=cat["category"],
-                     brand=cat["brand"], columns=WIDTHS, mode=mode,
+    result = arrange(Products(cat["ids"], cat["scores"], cat["vectors"], colour_family=cat["colour_family"],
+                              category=cat["category"], brand=cat["brand"]), columns=WIDTHS, mode=mode,
                      options=ArrangeOptions(lookalike_cosine=THRESHOLD, business_depth=DEPTH))
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     plain = sort_by_score(cat["scores"], cat["ids"])  # the plain sort-by-score order

@@ -8,7 +8,7 @@ import pytest
 from merch_fixtures import lookalike_catalog
 
 from vismerch.errors import UsageError
-from vismerch.merch.arrange import ArrangeOptions, arrange, family_of
+from vismerch.merch.arrange import ArrangeOptions, Products, arrange, family_of
 from vismerch.merch.explain import count_lookalikes, dcg, lookalike_adjacencies
 from vismerch.merch.scoring import sort_by_score
 
@@ -16,8 +16,8 @@ WIDTHS = (2, 3, 4, 5)
 
 
 def run(cat, **kw):
-    return arrange(cat["ids"], cat["scores"], cat["vectors"],
-                   colour_family=cat.get("colour_family"), **kw)
+    return arrange(Products(cat["ids"], cat["scores"], cat["vectors"],
+                            colour_family=cat.get("colour_family")), **kw)
 
 
 def test_removes_lookalike_neighbours_at_every_width_and_keeps_business():
@@ -70,12 +70,12 @@ def test_business_floor_limits_diversity():
     scores = np.r_[np.linspace(1.0, 0.95, 5), np.linspace(0.5, 0.1, 60)]
     ids = [f"P{i:02d}" for i in range(65)]
     for floor in (0.98, 0.9):
-        result = arrange(ids, scores, vecs, columns=WIDTHS,
+        result = arrange(Products(ids, scores, vecs), columns=WIDTHS,
                          options=ArrangeOptions(business_floor=floor))
         assert result.business["ratio"] >= floor - 1e-9
-    strict = arrange(ids, scores, vecs, columns=WIDTHS,
+    strict = arrange(Products(ids, scores, vecs), columns=WIDTHS,
                      options=ArrangeOptions(business_floor=0.98))
-    loose = arrange(ids, scores, vecs, columns=WIDTHS,
+    loose = arrange(Products(ids, scores, vecs), columns=WIDTHS,
                     options=ArrangeOptions(business_floor=0.5))
     assert sum(b.in_depth for b in loose.breakpoints) < sum(b.in_depth for b in strict.breakpoints)
 
@@ -94,7 +94,7 @@ def test_pins_are_always_honoured(mode, columns):
 
 def test_pins_past_the_end_go_to_the_last_free_slots():
     ids = [f"P{i}" for i in range(5)]
-    result = arrange(ids, np.arange(5.0), None, pins={99: 0, 4: 1}, columns=2)
+    result = arrange(Products(ids, np.arange(5.0)), pins={99: 0, 4: 1}, columns=2)
     assert result.ids[4] == "P1" and result.ids[3] == "P0"
     assert "past the end" in result.warnings[0]
 
@@ -112,7 +112,7 @@ def test_deterministic_and_independent_of_input_order():
 
 
 def test_ties_break_by_id():
-    result = arrange(["b", "c", "a"], [1.0, 1.0, 1.0], None, columns=3)
+    result = arrange(Products(["b", "c", "a"], [1.0, 1.0, 1.0]), columns=3)
     assert result.ids == ["a", "b", "c"]
 
 
@@ -134,8 +134,8 @@ def test_colour_modes():
         f = [fams[i] for i in order]
         return sum(f[p] != f[p + 1] for p in range(39))
 
-    mix = arrange(ids, scores, None, colour_family=fams, columns=4, mode="mix")
-    flow = arrange(ids, scores, None, colour_family=fams, columns=4, mode="flow")
+    mix = arrange(Products(ids, scores, colour_family=fams), columns=4, mode="mix")
+    flow = arrange(Products(ids, scores, colour_family=fams), columns=4, mode="flow")
     plain = sort_by_score(scores, ids)
     assert same_neighbours(mix.order) < same_neighbours(plain)
     assert same_neighbours(mix.order) < same_neighbours(flow.order)
@@ -149,7 +149,7 @@ def test_quality_gate_keeps_flagged_below_the_first_screen_unless_pinned():
     flagged = np.zeros(30, bool)
     flagged[[0, 1, 2]] = True
     names = {0: ["blur"], 1: ["low-resolution"], 2: ["blur"]}
-    result = arrange(ids, scores, None, flagged=flagged, flag_names=names, columns=4,
+    result = arrange(Products(ids, scores, flagged=flagged, flag_names=names), columns=4,
                      pins={3: 2})
     first_screen = result.params["first_screen"]
     assert first_screen == 8
@@ -158,7 +158,7 @@ def test_quality_gate_keeps_flagged_below_the_first_screen_unless_pinned():
     assert positions["P02"] == 3  # pinned wins over the gate
     reason = result.slots[positions["P00"]].reason
     assert "flagged (blur): held below the first screen" in reason
-    off = arrange(ids, scores, None, flagged=flagged, columns=4,
+    off = arrange(Products(ids, scores, flagged=flagged), columns=4,
                   options=ArrangeOptions(quality_gate=False))
     assert off.ids[0] == "P00"
 
@@ -170,15 +170,16 @@ def test_near_duplicates_spaced_or_collapsed():
     group[[0, 1, 2]] = 7  # three copies of one photo at the top
     rep = np.zeros(24, bool)
     rep[1] = True
-    spaced = arrange(ids, scores, None, duplicate_group=group, representative=rep, columns=4)
+    dupes = Products(ids, scores, duplicate_group=group, representative=rep)
+    spaced = arrange(dupes, columns=4)
     pos = sorted(spaced.ids.index(f"P0{i}") for i in range(3))
     assert min(np.diff(pos)) > 4  # never neighbours at 4 columns (row or column)
-    collapsed = arrange(ids, scores, None, duplicate_group=group, representative=rep, columns=4,
+    collapsed = arrange(dupes, columns=4,
                         options=ArrangeOptions(duplicates="collapse"))
     assert "P00" not in collapsed.ids and "P02" not in collapsed.ids
     assert collapsed.ids[0] == "P01"  # the representative ranks like its group's best
     assert collapsed.collapsed == {"P01": ["P00", "P02"]}
-    pinned = arrange(ids, scores, None, duplicate_group=group, representative=rep, columns=4,
+    pinned = arrange(dupes, columns=4,
                      pins={5: 2}, options=ArrangeOptions(duplicates="collapse"))
     assert pinned.ids[5] == "P02" and "P01" not in pinned.ids  # a pinned member is the hero
 
@@ -218,11 +219,11 @@ def test_bad_input_is_a_usage_error(kw, words):
     args = {"ids": ["a", "b", "c"], "scores": [1.0, 2.0, 3.0], "mode": "mix", "columns": 2,
             "pins": None, **kw}
     with pytest.raises(UsageError) as info:
-        arrange(args["ids"], args["scores"], None, mode=args["mode"], columns=args["columns"],
+        arrange(Products(args["ids"], args["scores"]), mode=args["mode"], columns=args["columns"],
                 pins=args["pins"])
     assert words in info.value.message
 
 
 def test_empty_and_tiny_inputs():
-    assert arrange([], [], None).ids == []
-    assert arrange(["x"], [0.3], np.ones((1, 4), np.float32), columns=WIDTHS).ids == ["x"]
+    assert arrange(Products([], [])).ids == []
+    assert arrange(Products(["x"], [0.3], np.ones((1, 4), np.float32)), columns=WIDTHS).ids == ["x"]

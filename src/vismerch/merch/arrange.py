@@ -184,34 +184,52 @@ def _flow_distance(labels: list[Any]) -> np.ndarray:
 # ---------------------------------------------------------------- public API
 
 
-def arrange(
-    ids: Sequence[str],
-    scores: Sequence[float] | np.ndarray,
-    vectors: np.ndarray | None = None,
-    *,
-    colour_family: Sequence[str | None] | None = None,
-    category: Sequence[str | None] | None = None,
-    brand: Sequence[str | None] | None = None,
-    flagged: Sequence[bool] | np.ndarray | None = None,
-    flag_names: Mapping[int, Sequence[str]] | None = None,
-    duplicate_group: Sequence[int] | np.ndarray | None = None,
-    representative: Sequence[bool] | np.ndarray | None = None,
-    pins: Mapping[int, int] | None = None,
-    columns: int | Sequence[int] = 4,
-    mode: str = "mix",
-    options: ArrangeOptions | None = None,
-    notes: Mapping[int, Sequence[str]] | None = None,
-    pin_notes: Mapping[int, str] | None = None,
-) -> Arrangement:
-    """Arrange products for a grid shown at the width(s) ``columns``.
+@dataclass
+class Products:
+    """What ``arrange`` orders: aligned per-product inputs (index i everywhere is ``ids[i]``).
 
-    Inputs are aligned arrays over n products (index i everywhere is product ``ids[i]``):
-    ``scores`` (business score, higher first), ``vectors`` (L2-normalised, (n, d); None
-    disables the look-alike term), ``colour_family`` (e.g. "blue"), ``category``/``brand``
-    labels, ``flagged`` (quality flags), ``duplicate_group`` (-1 = none) with
-    ``representative`` marking each group's hero. ``pins`` maps a 0-based slot to a
-    product index and always wins. ``notes[i]`` adds rule explanations to a product's
-    reason. Returns the order with a reason for every slot and per-width reports.
+    ``scores``: business score, higher first. ``vectors``: L2-normalised, (n, d); None
+    disables the look-alike term. ``colour_family`` (e.g. "blue"), ``category`` and
+    ``brand`` labels; ``flagged`` (quality flags, named per index by ``flag_names``);
+    ``duplicate_group`` (-1 = none) with ``representative`` marking each group's hero."""
+
+    ids: Sequence[str]
+    scores: Sequence[float] | np.ndarray
+    vectors: np.ndarray | None = None
+    colour_family: Sequence[str | None] | None = None
+    category: Sequence[str | None] | None = None
+    brand: Sequence[str | None] | None = None
+    flagged: Sequence[bool] | np.ndarray | None = None
+    flag_names: Mapping[int, Sequence[str]] | None = None
+    duplicate_group: Sequence[int] | np.ndarray | None = None
+    representative: Sequence[bool] | np.ndarray | None = None
+
+
+@dataclass
+class _Prepared:
+    """``Products`` checked and turned into arrays (labels as integer codes, -1 = none)."""
+
+    ids: list[str]
+    score: np.ndarray
+    vec: np.ndarray | None
+    fam: np.ndarray
+    fam_labels: list[Any]
+    cat: np.ndarray
+    brd: np.ndarray
+    flag: np.ndarray
+    group: np.ndarray  # compacted group ids
+    rep: np.ndarray
+
+
+def arrange(products: Products, *, pins: Mapping[int, int] | None = None,
+            columns: int | Sequence[int] = 4, mode: str = "mix", options: ArrangeOptions | None = None,
+            notes: Mapping[int, Sequence[str]] | None = None,
+            pin_notes: Mapping[int, str] | None = None) -> Arrangement:
+    """Arrange ``products`` for a grid shown at the width(s) ``columns``.
+
+    ``pins`` maps a 0-based slot to a product index and always wins. ``notes[i]`` adds rule
+    explanations to a product's reason (``pin_notes[i]`` to a pinned one's). Returns the
+    order with a reason for every slot and per-width reports.
     """
     opts = options or ArrangeOptions()
     opts.validate()
@@ -221,94 +239,133 @@ def arrange(
                                                   else columns)))
     if not widths or min(widths) < 1:
         raise UsageError(f"columns must be positive integers, got {columns!r}")
-    ids = [str(i) for i in ids]
+    inp = _prepare(products)
+    pins = _checked_pins(pins, len(inp.ids))
+    pinned_items = set(pins.values())
+    keep, collapsed = np.ones(len(inp.ids), bool), {}
+    if opts.duplicates == "collapse" and (inp.group >= 0).any():
+        keep, collapsed = _collapse(inp, pinned_items)
+    rank_order, rank = _ranks(inp.score, inp.ids)
+    n_slots = int(keep.sum())
+    warnings: list[str] = []
+    pins = _clamp_pins(pins, n_slots, inp.ids, warnings)
+    items = np.array([i for i in rank_order if keep[i] and int(i) not in pinned_items], np.int64)
+    pb = _problem(inp, rank, items, pins, keep, widths, mode, opts)
+    order, plain_order, causes, business = _search(pb, opts)
+    slots = _explain(pb, order, plain_order, causes, products.flag_names or {}, notes or {},
+                     pin_notes or {})
+    vec, ids = inp.vec, inp.ids
+    reports = breakpoint_reports(
+        [ids[i] for i in order], vec[order] if vec is not None else None,
+        vec[plain_order] if vec is not None else None, widths, opts.lookalike_cosine, pb.business_depth)
+    return Arrangement(
+        ids=[ids[i] for i in order], order=order, plain_order=plain_order, slots=slots,
+        breakpoints=reports, business=business, collapsed=collapsed, warnings=warnings,
+        params={"columns": list(widths), "mode": mode, "first_screen": pb.first_screen,
+                "lookalike_cosine": opts.lookalike_cosine, "window": opts.window,
+                "duplicates": opts.duplicates, "quality_gate": opts.quality_gate,
+                "business_floor": opts.business_floor},
+    )
+
+
+def _prepare(p: Products) -> _Prepared:
+    ids = [str(i) for i in p.ids]
     n = len(ids)
     if len(set(ids)) != n:
         raise UsageError("product ids must be unique")
-    score = np.asarray(scores, np.float64).reshape(-1)
+    score = np.asarray(p.scores, np.float64).reshape(-1)
     if score.size != n:
         raise UsageError(f"expected {n} scores, got {score.size}")
-    score = np.nan_to_num(score, nan=0.0)
     vec = None
-    if vectors is not None and n:
-        vec = np.ascontiguousarray(np.asarray(vectors, np.float32))
+    if p.vectors is not None and n:
+        vec = np.ascontiguousarray(np.asarray(p.vectors, np.float32))
         if vec.ndim != 2 or vec.shape[0] != n:
             raise UsageError(f"vectors must be (n, d) with n={n}, got {vec.shape}")
-    fam, fam_labels = _codes(colour_family, n)
-    cat, _ = _codes(category, n)
-    brd, _ = _codes(brand, n)
-    for name, values in (("flagged", flagged), ("duplicate_group", duplicate_group),
-                         ("representative", representative)):
+    fam, fam_labels = _codes(p.colour_family, n)
+    for name in ("flagged", "duplicate_group", "representative"):
+        values = getattr(p, name)
         if values is not None and len(values) != n:
             raise UsageError(f"{name} has {len(values)} entries for {n} products")
-    flag = np.zeros(n, bool) if flagged is None else np.asarray(flagged, bool).reshape(-1)
-    group = (np.full(n, -1, np.int64) if duplicate_group is None
-             else np.asarray(duplicate_group, np.int64).reshape(-1))
+    group = (np.full(n, -1, np.int64) if p.duplicate_group is None
+             else np.asarray(p.duplicate_group, np.int64).reshape(-1))
     group = np.where(group >= 0, group, -1)
     if group.max(initial=-1) >= 0:  # compact group ids so per-group arrays stay small
         _, compact = np.unique(group, return_inverse=True)
         group = np.where(group >= 0, compact - (1 if (group < 0).any() else 0), -1)
-    rep = np.zeros(n, bool) if representative is None else np.asarray(representative, bool)
-    pins = dict(pins or {})
-    for slot, item in pins.items():
-        if int(slot) < 0:
+    return _Prepared(
+        ids=ids, score=np.nan_to_num(score, nan=0.0), vec=vec, fam=fam, fam_labels=fam_labels,
+        cat=_codes(p.category, n)[0], brd=_codes(p.brand, n)[0],
+        flag=np.zeros(n, bool) if p.flagged is None else np.asarray(p.flagged, bool).reshape(-1),
+        group=group,
+        rep=np.zeros(n, bool) if p.representative is None else np.asarray(p.representative, bool))
+
+
+def _checked_pins(pins: Mapping[int, int] | None, n: int) -> dict[int, int]:
+    out = {int(slot): int(item) for slot, item in (pins or {}).items()}
+    for slot, item in out.items():
+        if slot < 0:
             raise UsageError(f"pin slot {slot} is negative (slots count from 0 here)")
-        if not 0 <= int(item) < n:
+        if not 0 <= item < n:
             raise UsageError(f"pin at slot {slot} names product index {item}, outside 0..{n - 1}")
-    pinned_items = {int(i) for i in pins.values()}
-    if len(pinned_items) != len(pins):
+    if len(set(out.values())) != len(out):
         raise UsageError("a product is pinned to two slots; resolve the rules first")
+    return out
 
-    rank_order = sort_by_score(score, ids)
-    rank = np.empty(n, np.int64)
-    rank[rank_order] = np.arange(n)
 
-    # near-duplicates: collapse keeps one product per group (pinned > representative > best)
-    collapsed: dict[str, list[str]] = {}
+def _ranks(score: np.ndarray, ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The plain score order and each product's 0-based place in it."""
+    order = sort_by_score(score, ids)
+    rank = np.empty(len(ids), np.int64)
+    rank[order] = np.arange(len(ids))
+    return order, rank
+
+
+def _collapse(inp: _Prepared, pinned_items: set[int]) -> tuple[np.ndarray, dict[str, list[str]]]:
+    """Keep one product per near-duplicate group (pinned > representative > best scored);
+    the shown tile stands for its group, so it takes the group's best score (in place)."""
+    n, group = len(inp.ids), inp.group
+    _, rank = _ranks(inp.score, inp.ids)
     keep = np.ones(n, bool)
-    if opts.duplicates == "collapse" and (group >= 0).any():
-        for g in np.unique(group[group >= 0]):
-            members = np.nonzero(group == g)[0]
-            if members.size < 2:
-                continue
-            hero = next((int(m) for m in members if int(m) in pinned_items), None)
-            if hero is None:
-                reps = [int(m) for m in members if rep[m]]
-                hero = reps[0] if reps else int(members[np.argmin(rank[members])])
-            for m in members:
-                if int(m) != hero and int(m) not in pinned_items:
-                    keep[m] = False
-            collapsed[ids[hero]] = sorted(ids[int(m)] for m in members if not keep[m])
-        # the shown tile stands for its group: it ranks like the group's best product
-        best = np.full(int(group.max()) + 1, -np.inf)
-        np.maximum.at(best, group[group >= 0], score[group >= 0])
-        heroes = np.array([i for i in range(n) if keep[i] and group[i] >= 0], np.int64)
-        if heroes.size:
-            score[heroes] = np.maximum(score[heroes], best[group[heroes]])
-        rank_order = sort_by_score(score, ids)
-        rank[rank_order] = np.arange(n)
+    collapsed: dict[str, list[str]] = {}
+    for g in np.unique(group[group >= 0]):
+        members = np.nonzero(group == g)[0]
+        if members.size < 2:
+            continue
+        hero = next((int(m) for m in members if int(m) in pinned_items), None)
+        if hero is None:
+            reps = [int(m) for m in members if inp.rep[m]]
+            hero = reps[0] if reps else int(members[np.argmin(rank[members])])
+        for m in members:
+            if int(m) != hero and int(m) not in pinned_items:
+                keep[m] = False
+        collapsed[inp.ids[hero]] = sorted(inp.ids[int(m)] for m in members if not keep[m])
+    best = np.full(int(group.max()) + 1, -np.inf)
+    np.maximum.at(best, group[group >= 0], inp.score[group >= 0])
+    heroes = np.array([i for i in range(n) if keep[i] and group[i] >= 0], np.int64)
+    if heroes.size:
+        inp.score[heroes] = np.maximum(inp.score[heroes], best[group[heroes]])
+    return keep, collapsed
 
+
+def _problem(inp: _Prepared, rank: np.ndarray, items: np.ndarray, pins: dict[int, int],
+             keep: np.ndarray, widths: tuple[int, ...], mode: str, opts: ArrangeOptions) -> Problem:
     n_slots = int(keep.sum())
-    warnings: list[str] = []
-    pins = _clamp_pins(pins, n_slots, ids, warnings)
-    items = np.array([i for i in rank_order if keep[i] and int(i) not in pinned_items], np.int64)
-
     widest = max(widths)
     first_screen = opts.first_screen if opts.first_screen is not None else 2 * widest
-    D = opts.business_depth
-    top = score[items[: 2 * max(D, opts.window)]]
+    top = inp.score[items[: 2 * max(opts.business_depth, opts.window)]]
     sigma = float(top.max() - top.min()) if top.size > 1 else 0.0
-    sigma = max(sigma, 1e-6 * max(1.0, float(np.abs(score).max(initial=0.0))), 1e-9)
+    sigma = max(sigma, 1e-6 * max(1.0, float(np.abs(inp.score).max(initial=0.0))), 1e-9)
     sentinel = np.array([-1], np.int64)
-    labels = [np.concatenate([lab, sentinel]) for lab in (cat, brd)
+    labels = [np.concatenate([lab, sentinel]) for lab in (inp.cat, inp.brd)
               if len(np.unique(lab[keep])) > 1]  # a label shared by all changes no choice
-    pb = Problem(
-        ids=ids, score=score, gain=np.clip(score, 0.0, None),
+    vec = inp.vec
+    return Problem(
+        ids=inp.ids, score=inp.score, gain=np.clip(inp.score, 0.0, None),
         vectors=None if vec is None else np.vstack([vec, np.zeros((1, vec.shape[1]), np.float32)]),
-        family=np.concatenate([fam, sentinel]),
-        flow_dist=_flow_distance(fam_labels) if mode == "flow" else None,
-        labels=labels, flagged=flag & opts.quality_gate,
-        group=np.concatenate([group, sentinel]), rank=rank, plain_position=None,
+        family=np.concatenate([inp.fam, sentinel]),
+        flow_dist=_flow_distance(inp.fam_labels) if mode == "flow" else None,
+        labels=labels, flagged=inp.flag & opts.quality_gate,
+        group=np.concatenate([inp.group, sentinel]), rank=rank, plain_position=None,
         items=items, pins=pins,
         n_slots=n_slots, widths=widths, mode=mode, window=opts.window,
         lookalike_cosine=opts.lookalike_cosine,
@@ -316,25 +373,31 @@ def arrange(
                  "dominance": opts.dominance_weight, "duplicate": opts.duplicate_weight},
         duplicates=opts.duplicates, first_screen=min(first_screen, n_slots),
         dup_gap=opts.duplicate_gap or 2 * widest, sigma=sigma,
-        business_floor=opts.business_floor, business_depth=D, repair_depth=opts.repair_depth,
+        business_floor=opts.business_floor, business_depth=opts.business_depth,
+        repair_depth=opts.repair_depth,
     )
 
+
+def _search(pb: Problem, opts: ArrangeOptions
+            ) -> tuple[np.ndarray, np.ndarray, dict[int, SkipCause], dict[str, float]]:
+    """The arranged order, the plain (rules-only) order, why products waited, and the
+    business report. The business floor: if the first screens lose too much business,
+    the strongest λ that keeps the floor is found by bisection (each try redoes only the
+    prefix)."""
+    n_slots, depth = pb.n_slots, pb.business_depth
     plain = Greedy(pb, 0.0)
     plain.run(n_slots)
     plain_order = plain.placed.copy()
-    pb.plain_position = np.full(n, 1 << 40, np.int64)
+    pb.plain_position = np.full(len(pb.ids), 1 << 40, np.int64)
     pb.plain_position[plain_order] = np.arange(n_slots)
-    plain_dcg = dcg(pb.gain[plain_order], D)
-
-    # the business floor: if the first screens lose too much business, search for the
-    # strongest λ that keeps the floor (bisection; each try redoes only the prefix)
+    plain_dcg = dcg(pb.gain[plain_order], depth)
     floor = opts.business_floor * plain_dcg
-    tables = Tables(n_slots, widths, plain.pinned) if opts.strength > 0 and n_slots else None
+    tables = Tables(n_slots, pb.widths, plain.pinned) if opts.strength > 0 and n_slots else None
 
     def attempt(lam: float) -> tuple[Greedy, bool]:
         g = Greedy(pb, lam, tables)
-        g.run(D)
-        return g, lam == 0 or dcg(pb.gain[g.placed[:D]], D) >= floor - 1e-12
+        g.run(depth)
+        return g, lam == 0 or dcg(pb.gain[g.placed[:depth]], depth) >= floor - 1e-12
 
     lam = opts.strength
     greedy, ok = attempt(lam)
@@ -350,28 +413,15 @@ def arrange(
         lam = lo
         greedy = best if best is not None else attempt(0.0)[0]
     greedy.run(n_slots)
-    full, swaps = repair(pb, greedy.order, greedy.pinned, lam * sigma, plain_dcg)
+    full, swaps = repair(pb, greedy.order, greedy.pinned, lam * pb.sigma, plain_dcg)
     order = full[:n_slots]
-
-    arranged_dcg = dcg(pb.gain[order], D)
+    arranged_dcg = dcg(pb.gain[order], depth)
     business = {
-        "depth": D, "plain": round(plain_dcg, 6), "arranged": round(arranged_dcg, 6),
+        "depth": depth, "plain": round(plain_dcg, 6), "arranged": round(arranged_dcg, 6),
         "ratio": round(arranged_dcg / plain_dcg, 6) if plain_dcg > 0 else 1.0,
         "strength_used": lam, "swaps": swaps,
     }
-    slots = _explain(pb, order, plain_order, greedy.causes, flag_names or {}, notes or {},
-                     pin_notes or {})
-    reports = breakpoint_reports(
-        [ids[i] for i in order], vec[order] if vec is not None else None,
-        vec[plain_order] if vec is not None else None, widths, opts.lookalike_cosine, D)
-    return Arrangement(
-        ids=[ids[i] for i in order], order=order, plain_order=plain_order, slots=slots,
-        breakpoints=reports, business=business, collapsed=collapsed, warnings=warnings,
-        params={"columns": list(widths), "mode": mode, "first_screen": pb.first_screen,
-                "lookalike_cosine": opts.lookalike_cosine, "window": opts.window,
-                "duplicates": opts.duplicates, "quality_gate": opts.quality_gate,
-                "business_floor": opts.business_floor},
-    )
+    return order, plain_order, greedy.causes, business
 
 
 def _clamp_pins(pins: dict[int, int], n_slots: int, ids: list[str],

@@ -21,7 +21,7 @@ from vismerch.config import setting as _setting
 from vismerch.errors import UsageError
 from vismerch.merch import collections as colls
 from vismerch.merch import rules as rules_mod
-from vismerch.merch.arrange import Arrangement, ArrangeOptions, arrange
+from vismerch.merch.arrange import Arrangement, ArrangeOptions, Products, arrange
 from vismerch.merch.scoring import score_products
 
 VISUAL_BACKENDS = ("siglip", "clip", "openclip", "colour")
@@ -179,7 +179,7 @@ def arrange_collection(
     for i, extra in res.notes.items():
         if i in new_index:
             score_notes[new_index[i]].extend(extra)
-    result = arrange(
+    shown = Products(
         [r["id"] for r in recs],
         res.scores[visible],
         vectors[visible] if vectors is not None else None,
@@ -190,8 +190,9 @@ def arrange_collection(
         flag_names={k: r["flags"] for k, r in enumerate(recs) if r["flags"]},
         duplicate_group=[r["duplicate_group"] if r["duplicate_group"] is not None else -1
                          for r in recs],
-        representative=[r["representative"] for r in recs],
-        pins={slot: new_index[i] for slot, i in res.pins.items()},
+        representative=[r["representative"] for r in recs])
+    result = arrange(
+        shown, pins={slot: new_index[i] for slot, i in res.pins.items()},
         columns=widths, mode=mode, options=options, notes=score_notes,
         pin_notes={new_index[i]: note for i, note in res.pin_notes.items()},
     )
