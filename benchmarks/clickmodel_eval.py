@@ -1,6 +1,6 @@
 """Position-corrected attractiveness against simulated truth, beside raw CTR.
 
-Traffic comes from ``vismerch.testing.shoppers``: the position-based model the estimator
+Traffic comes from ``vismerch.sample.shoppers``: the position-based model the estimator
 assumes (three examination shapes) and a misspecified one (a cascade that stops after a
 click with probability 0.6, and an F-pattern examination that is not row x column
 separable). 200 products, 4000 visitors (~210k impressions), 3 published versions.
@@ -26,7 +26,7 @@ import numpy as np
 from scipy import stats
 
 from vismerch.events.clickmodel import CellCounts, fit_click_model
-from vismerch.testing.shoppers import simulate_shoppers
+from vismerch.sample.shoppers import simulate_shoppers
 
 HERE = Path(__file__).resolve().parent
 MODELS = {

@@ -21,7 +21,7 @@ For each set: features by the colour backend (as ingest computes them), duplicat
 by merch/dupfind.py with the settings' dup_* thresholds (set on generated catalogs, see
 docs/settings.md), grouped as the store groups them; and imagehash.phash on the image
 files, pairs within distance <= 6 and within its best threshold on that set, grouped the
-same way. Scores: catalog/evaluate.py's duplicate_scores (pair precision/recall/F1,
+same way. Scores: sample/evaluate.py's duplicate_scores (pair precision/recall/F1,
 recall by edit kind, colourway and mirror merges).
 
     python benchmarks/dup_eval.py --set openmoji [--glyphs 400] [--out /tmp/dup-eval]
@@ -212,7 +212,7 @@ def phash_groups(ids: list[str], dist: np.ndarray, threshold: int) -> list[list[
 
 # ------------------------------------------------------------------ driver
 def evaluate(root: Path, truth: dict) -> dict:
-    from vismerch.catalog.evaluate import duplicate_scores
+    from vismerch.sample.evaluate import duplicate_scores
 
     ids, cols = _features(root, truth)
     groups, seconds = ours(ids, cols)

@@ -31,11 +31,11 @@ def run_demo(
     progress: bool = True,
     settings: Any = None,
 ) -> dict[str, Any]:
-    from vismerch.catalog.evaluate import score_against_truth
     from vismerch.catalog.store import Store
     from vismerch.pipeline.ingest import ingest
     from vismerch.report.html import arranged_collection, write_report
     from vismerch.sample import generate_catalog
+    from vismerch.sample.evaluate import score_against_truth
 
     out = Path(out)
     started = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Position-corrected attractiveness recovers simulated truth (vismerch.testing.shoppers)."""
+"""Position-corrected attractiveness recovers simulated truth (vismerch.sample.shoppers)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from vismerch.events.clickmodel import CellCounts, business_metrics, fit_click_model, trend
-from vismerch.testing.shoppers import simulate_shoppers
+from vismerch.sample.shoppers import simulate_shoppers
 
 
 def _fit(traffic, **kw):

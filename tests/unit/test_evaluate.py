@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vismerch.catalog.evaluate import group_pairs, score_against_truth
+from vismerch.sample.evaluate import group_pairs, score_against_truth
 
 TRUTH = {
     "meta": {"flag_names": ["blur", "under-exposed", "off-centre", "too-small"]},
@@ -122,7 +122,7 @@ def _dup_truth() -> dict:
 
 
 def test_duplicate_scores_by_edit_and_lookalike_merges():
-    from vismerch.catalog.evaluate import duplicate_scores
+    from vismerch.sample.evaluate import duplicate_scores
 
     truth = _dup_truth()
     # a-h (a symmetric product's mirror image) counts neither way; a-f is a colourway merge

@@ -21,8 +21,8 @@ from vismerch.experiments.stats import (
     results,
     srm_check,
 )
+from vismerch.sample.shoppers import simulate_shoppers
 from vismerch.testing.experiments import VisitorModel, simulate_experiment, visitor_pool
-from vismerch.testing.shoppers import simulate_shoppers
 
 GUARDS = ("conversion_per_visitor", "ctr")
 

@@ -7,7 +7,7 @@ from datetime import UTC
 import numpy as np
 import pytest
 
-from vismerch.testing.shoppers import EVENT_COLUMNS, EVENT_TYPES, simulate_shoppers
+from vismerch.sample.shoppers import EVENT_COLUMNS, EVENT_TYPES, simulate_shoppers
 
 
 def test_deterministic_and_big_enough():

@@ -28,7 +28,7 @@ def simulate_week(ws: Workspace, collection: str, *, visitors: int = 3000, days:
                   seed: int = 0) -> dict[str, Any]:
     """Publish three versions of ``collection`` and log ``days`` of simulated traffic on them,
     ending now. Returns what was written (counts, version ids)."""
-    from vismerch.testing.shoppers import simulate_shoppers
+    from vismerch.sample.shoppers import simulate_shoppers
 
     members = sorted(colls.members(ws.store, collection))
     ok = {p.id for p in ws.store.products()}

@@ -5,7 +5,7 @@ Visitors come from one of two sources, the same for every variant:
 
 - a pool of the shopper simulator's visitors, resampled with replacement
   (``pool=visitor_pool(simulate_shoppers(...))``): its impressions, clicks and purchases
-  follow the grid examination / click / funnel model of ``vismerch.testing.shoppers``;
+  follow the grid examination / click / funnel model of ``vismerch.sample.shoppers``;
 - a parametric :class:`VisitorModel` (the default): most visitors buy nothing, a buyer places
   one or more orders of a log-normal price times a quantity (heavy-tailed revenue), and each
   visitor has their own click propensity (so impressions are not independent trials).
@@ -50,7 +50,7 @@ class VisitorModel:
 
 
 def visitor_pool(traffic) -> VisitorData:
-    """Per-visitor totals of a :class:`~vismerch.testing.shoppers.ShopperTraffic`."""
+    """Per-visitor totals of a :class:`~vismerch.sample.shoppers.ShopperTraffic`."""
     n = int(traffic.visitor.max()) + 1 if traffic.impressions else 0
     v = traffic.visitor
     revenue = traffic.purchase * traffic.quantity * traffic.truth.price[traffic.product]

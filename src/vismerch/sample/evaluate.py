@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from vismerch.sample import FLAG_NAMES
+from vismerch.sample.write import FLAG_NAMES
 
 
 def _prf(tp: int, fp: int, fn: int) -> tuple[float, float, float]:
