@@ -46,6 +46,7 @@ def ingest_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Ingest a catalog into a store: incremental, resumable, safe on bad files."""
+    from vismerch.features.base import list_backends
     from vismerch.pipeline.ingest import ingest
 
     settings = command_settings({"workers": workers, "device": device, "precision": precision,
@@ -53,7 +54,7 @@ def ingest_cmd(
     # the resolved precision is part of what was asked for (the plan's key), as before
     neural = {"model": model, "revision": revision, "precision": settings.precision,
               "compile": compile or None}
-    options = {b: neural for b in backend if b in ("clip", "siglip", "openclip")}
+    options = {b: neural for b in backend if b in list_backends(neural=True)}
     summary = ingest(source, store, backends=backend, backend_options=options, settings=settings,
                      progress=not json_out)
     if json_out:
