@@ -36,7 +36,18 @@ def settings_markdown() -> str:
         lines.append(
             f"| `{s.name}` | {s.type.__name__} | `{s.default}` | `{ENV_PREFIX}{s.name.upper()}` | {s.help} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", *_flags_markdown()]) + "\n"
+
+
+def _flags_markdown() -> list[str]:
+    from vismerch.features.quality_flags import FLAGS
+
+    lines = ["## Quality flags", "",
+             "Generated from `vismerch.features.quality_flags.FLAGS`, in the order they are reported.",
+             "", "| flag | raised when | threshold |", "| --- | --- | --- |"]
+    lines += [f"| `{f.name}` | {_cell(f.meaning + (f'; not when {f.unless}' if f.unless else ''))} "
+              f"| `{f.setting}` |" for f in FLAGS.values()]
+    return lines
 
 
 def _cell(text: str) -> str:

@@ -66,10 +66,10 @@ from vismerch.catalog import _sample_shapes as shapes
 from vismerch.errors import UsageError
 from vismerch.features.colournames import load_colour_table
 from vismerch.features.colourspace import ciede2000_np, parse_hex, srgb_to_lab
-from vismerch.features.quality import QUALITY_FLAGS
+from vismerch.features.quality_flags import flag_names
 
 VERSION = 2  # 2: every duplicate edit kind (_sample_edits.py), colourways and mirrors
-FLAG_NAMES = QUALITY_FLAGS  # the truth uses the flags vismerch reports
+FLAG_NAMES = flag_names()  # the truth uses the flags vismerch reports
 # Main colours a product can have in the truth: no two closer than CIEDE2000 14.
 TRUTH_COLOURS = (
     "black", "grey", "beige", "brown", "navy", "blue", "light blue", "teal", "turquoise",

@@ -285,7 +285,10 @@ def demo_cmd(
 def register(app: typer.Typer) -> None:
     app.command("ingest")(ingest_cmd)
     app.command("tags")(tags_cmd)
-    app.command("quality")(quality_cmd)
+    from vismerch.features.quality_flags import flag_names
+
+    app.command("quality", help="Image-quality flags with the measured value beside each: "
+                f"{', '.join(flag_names())} (thresholds: the quality_* settings).")(quality_cmd)
     app.command("audit")(audit_cmd)
     app.command("errors")(errors_cmd)
     app.command("dupes")(dupes_cmd)
