@@ -24,6 +24,8 @@ def settings_markdown() -> str:
         "NAME=VALUE COMMAND`, or the command's own flag, which wins over `--setting`). A flag "
         "left out overrides nothing.",
         "",
+        "Why some defaults are what they are: `docs/setting-notes.md`.",
+        "",
         "A changed `quality_*` threshold or `multicolour_max_weight` re-judges every stored image "
         "on the next `vismerch ingest` from its stored metrics (nothing is decoded again); "
         "duplicate (`dup_*`) and index settings apply there too, since derived data is rebuilt "
