@@ -94,7 +94,7 @@ def micro_costs(paths: list[str], working_size: int, n: int = 256) -> dict:
 
     from vismerch.catalog.store import THUMB_FORMATS
     from vismerch.features.colour import ColourBackend
-    from vismerch.imaging.decode import decode_image, resize_rgb
+    from vismerch.imaging.decode import decode_image, resize_array
     from vismerch.pipeline.runner import encode_thumb
     from vismerch.pipeline.worker import init_worker
 
@@ -117,7 +117,7 @@ def micro_costs(paths: list[str], working_size: int, n: int = 256) -> dict:
     out: dict = {"images": len(datas)}
     out["resize_pillow_bilinear_ms"] = per_image(
         lambda im: np.asarray(im.resize(size, Image.Resampling.BILINEAR)), drafts)
-    out["resize_vismerch_ms"] = per_image(lambda im: resize_rgb(im, size), drafts)
+    out["resize_vismerch_ms"] = per_image(lambda im: resize_array(np.asarray(im), size), drafts)
     pixels = np.stack([decode_image(d, working_size=working_size, thumb_size=None).pixels
                        for d in datas])
     profile: dict[str, float] = {}

@@ -24,6 +24,8 @@ def settings_markdown() -> str:
         "NAME=VALUE COMMAND`, or the command's own flag, which wins over `--setting`). A flag "
         "left out overrides nothing.",
         "",
+        "Why some defaults are what they are: `docs/setting-notes.md`.",
+        "",
         "A changed `quality_*` threshold or `multicolour_max_weight` re-judges every stored image "
         "on the next `vismerch ingest` from its stored metrics (nothing is decoded again); "
         "duplicate (`dup_*`) and index settings apply there too, since derived data is rebuilt "
@@ -36,7 +38,18 @@ def settings_markdown() -> str:
         lines.append(
             f"| `{s.name}` | {s.type.__name__} | `{s.default}` | `{ENV_PREFIX}{s.name.upper()}` | {s.help} |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", *_flags_markdown()]) + "\n"
+
+
+def _flags_markdown() -> list[str]:
+    from vismerch.features.quality_flags import FLAGS
+
+    lines = ["## Quality flags", "",
+             "Generated from `vismerch.features.quality_flags.FLAGS`, in the order they are reported.",
+             "", "| flag | raised when | threshold |", "| --- | --- | --- |"]
+    lines += [f"| `{f.name}` | {_cell(f.meaning + (f'; not when {f.unless}' if f.unless else ''))} "
+              f"| `{f.setting}` |" for f in FLAGS.values()]
+    return lines
 
 
 def _cell(text: str) -> str:

@@ -143,6 +143,14 @@ def test_keys_cli_prints_the_key_once_and_revoke_locks_it_out(served, capsys):
     assert client.get(f"{API_PREFIX}/products", headers=auth(made["key"])).status_code == 401
     assert main(["keys", "create", str(ws.path), "--role", "owner"]) == 2
     assert main(["keys", "create", str(ws.path), "--role", "viewer", "--expires", "soon"]) == 2
+    assert "bad duration 'soon'" in capsys.readouterr().err
+    assert main(["keys", "revoke", str(ws.path), "nosuchkey"]) == 2
+    assert "no API key 'nosuchkey'" in capsys.readouterr().err
+    from vismerch.catalog import access
+
+    by_cli = [(e["action"], e["target"]) for e in access.audit_entries(ws.store, limit=10_000)
+              if e["actor"] == "cli"]
+    assert by_cli == [("keys create", made["id"]), ("keys revoke", made["id"])]
 
 
 @pytest.mark.parametrize("origin_setting, expect_cors", [("", False), ("https://shop.example", True)])

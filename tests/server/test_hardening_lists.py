@@ -81,3 +81,12 @@ def test_limits_default_and_cap_and_a_bad_cursor_is_422_naming_it(lists, served)
         assert r.status_code == 422 and r.json()["error"]["field"] == "cursor", r.text
     r = client.get(url, headers=v, params={"cursor": first["next_cursor"]})  # another list's cursor
     assert r.status_code == 422 and r.json()["error"]["field"] == "cursor", r.text
+
+
+def test_the_flag_filter_takes_the_registered_flags_and_refuses_others_naming_it(lists):
+    client, keys, _ = lists
+    v = auth(keys["viewer"])
+    for flag in ("blur", "off-centre", "any"):
+        assert client.get(f"{API_PREFIX}/products", headers=v, params={"flag": flag}).status_code == 200
+    r = client.get(f"{API_PREFIX}/products", headers=v, params={"flag": "blurry"})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "flag", r.text

@@ -90,17 +90,18 @@ def test_empty_bytes_and_unsupported_format():
 
 @pytest.mark.parametrize("shape", [(1800, 3000), (400, 400), (300, 180), (40, 70)])
 def test_working_resize_matches_pillows_antialiased_filter(shape):
-    """The torch resize (with a box pre-reduce for large images) gives what Pillow's
-    bilinear filter gives, for downscales big and small and for upscales."""
-    from vismerch.imaging.decode import resize_rgb
-
+    """Decoding resizes to the working size (a box pre-reduce for large images, then
+    torch's kernel) as Pillow's bilinear filter does, for downscales big and small and
+    for upscales."""
     h, w = shape
     yy, xx = np.mgrid[0:h, 0:w]
     # smooth colour ramps plus a fine stripe: aliasing would show as a large error
     arr = np.stack([xx * 255 // max(1, w - 1), yy * 255 // max(1, h - 1),
                     ((xx // 3) % 2) * 200 + 20], axis=-1).astype(np.uint8)
     im = Image.fromarray(arr)
-    ours = resize_rgb(im, (SIZE, SIZE)).astype(int)
+    png = io.BytesIO()
+    im.save(png, "PNG")
+    ours = decode_image(png.getvalue(), working_size=SIZE, thumb_size=None).pixels.astype(int)
     pillow = np.asarray(im.resize((SIZE, SIZE), Image.Resampling.BILINEAR)).astype(int)
     assert ours.shape == (SIZE, SIZE, 3) and ours.flags["C_CONTIGUOUS"]
     assert np.abs(ours - pillow).mean() < 2.5  # a nearest-neighbour resize is 6-33 off
@@ -128,7 +129,8 @@ def test_fast_jpeg_path_gives_pillows_draft_pixels_bit_for_bit(mode, size):
     ref.draft("RGB" if mode == "RGB" else None, (SIZE, SIZE))
     assert dec._fast_jpeg(data, ref) is not None  # this JPEG takes the fast path
     assert dec._plain_jpeg(data, SIZE, 10**9) is not None  # and needs no Pillow header parse
-    slow = dec.resize_rgb(ref.convert("RGB"), (SIZE, SIZE))
+    # the plain-JPEG path only takes drafts within 2x of the target: no box pre-reduce
+    slow = dec.resize_array(np.asarray(ref.convert("RGB")), (SIZE, SIZE))
     assert np.array_equal(fast.pixels, slow)
     assert fast.thumb.shape[:2] == (round(h * SIZE / max(w, h)), round(w * SIZE / max(w, h)))
 

@@ -13,12 +13,8 @@ from PIL import Image, ImageDraw, ImageFilter
 from vismerch.config import load_settings
 from vismerch.features.colour import ColourBackend, load_colour_table
 from vismerch.features.colourspace import hex_to_lab
-from vismerch.features.quality import (
-    QUALITY_FLAGS,
-    assess_quality,
-    audit_listed_colour,
-    metrics_row,
-)
+from vismerch.features.quality import audit_listed_colour, metrics_row
+from vismerch.features.quality_flags import assess_quality, flag_names
 
 S = 256
 SETTINGS = load_settings(env={})
@@ -62,14 +58,51 @@ def clean() -> dict[str, float]:
 
 
 def test_flag_names_are_fixed():
-    assert QUALITY_FLAGS == ("low-resolution", "extreme-aspect", "blur", "under-exposed",
+    assert flag_names() == ("low-resolution", "extreme-aspect", "blur", "under-exposed",
                              "over-exposed", "non-white-background", "cluttered-background",
                              "too-small", "off-centre")
 
 
+def test_every_flag_names_a_real_setting_and_metric():
+    from vismerch.config import SETTINGS
+    from vismerch.features.quality import METRIC_NAMES
+    from vismerch.features.quality_flags import FLAGS
+
+    settings = {s.name for s in SETTINGS}
+    for flag in FLAGS.values():
+        assert flag.setting in settings and flag.setting.startswith("quality_"), flag.name
+        assert flag.metric in (*METRIC_NAMES, ""), flag.name  # "": judged on the original's size
+        assert flag.meaning.strip(), flag.name
+
+
+def test_a_flag_registered_in_one_place_is_judged_reported_and_rejudges_stores():
+    """What adding a flag takes: a class with @register and its threshold setting."""
+    from vismerch.features import quality_flags as qf
+    from vismerch.features.describe import describe_key
+
+    key = describe_key(SETTINGS)
+
+    class Grey(qf.QualityFlag):
+        name, metric, setting, above = "grey-backdrop", "brightness", "quality_dark_max", False
+        meaning = "the frame's mean L* is under the threshold"
+
+    qf.register(Grey)
+    try:
+        with pytest.raises(ValueError, match="registered twice"):
+            qf.register(Grey)
+        results = {r.name: r for r in assess_quality({**clean(), "brightness": 40.0}, 1200, 1000, SETTINGS)}
+        assert list(results)[-1] == "grey-backdrop"
+        assert results["grey-backdrop"].flagged and results["grey-backdrop"].value == 40.0
+        assert not any(r.flagged for n, r in results.items() if n != "grey-backdrop")
+        assert describe_key(SETTINGS) != key  # stored images are re-judged on the next ingest
+    finally:
+        del qf.FLAGS["grey-backdrop"]
+    assert describe_key(SETTINGS) == key
+
+
 def test_clean_metrics_raise_nothing_and_report_values():
     results = assess_quality(clean(), 1200, 1000, SETTINGS)
-    assert [r.name for r in results] == list(QUALITY_FLAGS)
+    assert [r.name for r in results] == list(flag_names())
     assert not any(r.flagged for r in results)
     values = {r.name: r.value for r in results}
     assert values["low-resolution"] == 1000 and values["extreme-aspect"] == pytest.approx(1.2)

@@ -76,9 +76,3 @@ def refused_in_run(store: Store, run_id: int, limit: int = 1000) -> list[dict[st
         "SELECT product_id, image_path, reason, detail FROM errors WHERE run_id = ? "
         "ORDER BY product_id LIMIT ?", (run_id, limit)).fetchall()
     return [{"product": r[0], "path": r[1], "reason": r[2], "detail": r[3]} for r in rows]
-
-
-def active_jobs(store: Store) -> list[dict[str, Any]]:
-    """Jobs whose row still says queued or running."""
-    rows = store.db.execute("SELECT * FROM jobs WHERE status IN ('queued', 'running') ORDER BY id").fetchall()
-    return [_decode(r) for r in rows]

@@ -89,12 +89,6 @@ def dup_group_reviews(store: Store) -> dict[int, dict[str, Any]]:
     return out
 
 
-def dismissed_pairs(store: Store) -> list[dict[str, Any]]:
-    """Pairs marked not duplicates: ``[{a, b, by, at}]``."""
-    rows = store.db.execute("SELECT a, b, by, at FROM dup_reviews WHERE decision = 'distinct' ORDER BY a, b")
-    return [dict(r) for r in rows]
-
-
 def set_queue_decision(store: Store, queue: str, product_id: str, item: str, decision: str | None,
                        note: str | None, by: str | None) -> None:
     """Record (or with ``decision=None`` clear) a decision on one queue item."""

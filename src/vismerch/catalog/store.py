@@ -33,7 +33,7 @@ from vismerch.errors import StoreError
 DB_NAME = "store.sqlite"
 THUMB_FORMATS = {  # thumb_format setting -> (Pillow format, save options)
     # JPEG q80 4:2:0 (the default): ~0.2 ms per 256 px thumbnail, ~4.9 KB; WebP method 0
-    # (libwebp's fastest): ~1.1 ms, ~3.7 KB. See docs/architecture.md for the choice.
+    # (libwebp's fastest): ~1.1 ms, ~3.7 KB. See docs/decisions/0010-jpeg-thumbnails.md.
     "jpeg": ("JPEG", {"quality": 80, "subsampling": "4:2:0"}),
     "webp": ("WEBP", {"quality": 80, "method": 0}),
 }

@@ -46,6 +46,7 @@ def ingest_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Ingest a catalog into a store: incremental, resumable, safe on bad files."""
+    from vismerch.features.base import list_backends
     from vismerch.pipeline.ingest import ingest
 
     settings = command_settings({"workers": workers, "device": device, "precision": precision,
@@ -53,7 +54,7 @@ def ingest_cmd(
     # the resolved precision is part of what was asked for (the plan's key), as before
     neural = {"model": model, "revision": revision, "precision": settings.precision,
               "compile": compile or None}
-    options = {b: neural for b in backend if b in ("clip", "siglip", "openclip")}
+    options = {b: neural for b in backend if b in list_backends(neural=True)}
     summary = ingest(source, store, backends=backend, backend_options=options, settings=settings,
                      progress=not json_out)
     if json_out:
@@ -284,7 +285,10 @@ def demo_cmd(
 def register(app: typer.Typer) -> None:
     app.command("ingest")(ingest_cmd)
     app.command("tags")(tags_cmd)
-    app.command("quality")(quality_cmd)
+    from vismerch.features.quality_flags import flag_names
+
+    app.command("quality", help="Image-quality flags with the measured value beside each: "
+                f"{', '.join(flag_names())} (thresholds: the quality_* settings).")(quality_cmd)
     app.command("audit")(audit_cmd)
     app.command("errors")(errors_cmd)
     app.command("dupes")(dupes_cmd)

@@ -33,44 +33,39 @@ def keys_create(
     json_out: JsonOpt = False,
 ) -> None:
     """Make a key and print it once: only a salted hash of it is stored."""
-    from vismerch.catalog import access
+    from vismerch.service import keys
 
-    st = open_workspace(store).store
-    text, key = access.create_key(st, role, expires_in=access.parse_duration(expires) if expires else None,
-                                  name=name)
-    access.record(st, "cli", "keys create", target=key.id,
-                  detail={"role": role, "expires_at": key.expires_at})
+    made = keys.create(open_workspace(store), role, expires=expires, name=name, record_as="cli")
     if json_out:
-        print_json({**key.as_dict(), "key": text})
+        print_json(made.as_dict())
         return
+    key = made.key
     say(f"created {role} key {key.id}" + (f" (expires {key.expires_at})" if key.expires_at else ""))
     say("store it now, it is not shown again:")
-    typer.echo(text)
+    typer.echo(made.text)
 
 
 @keys_app.command("list")
 def keys_list(store: StoreArg, json_out: JsonOpt = False) -> None:
     """Every key with its role, expiry and revocation (never the secret)."""
-    from vismerch.catalog import access
+    from vismerch.service import keys
 
-    keys = [k.as_dict() for k in access.list_keys(open_workspace(store).store)]
+    rows = [k.as_dict() for k in keys.list_keys(open_workspace(store))]
     if json_out:
-        print_json(keys)
+        print_json(rows)
         return
     table("API keys", ["id", "role", "name", "created", "expires", "revoked", "active"],
           [[k["id"], k["role"], k["name"], k["created_at"], k["expires_at"], k["revoked_at"], k["active"]]
-           for k in keys])
+           for k in rows])
 
 
 @keys_app.command("revoke")
 def keys_revoke(store: StoreArg, key_id: Annotated[str, typer.Argument(help="Key id (see keys list).")],
                 json_out: JsonOpt = False) -> None:
     """Revoke a key: the server refuses it (401) from the next request on."""
-    from vismerch.catalog import access
+    from vismerch.service import keys
 
-    st = open_workspace(store).store
-    key = access.revoke_key(st, key_id)
-    access.record(st, "cli", "keys revoke", target=key_id)
+    key = keys.revoke(open_workspace(store), key_id, record_as="cli")
     done(key.as_dict(), json_out, f"revoked {key_id} at {key.revoked_at}")
 
 

@@ -66,9 +66,3 @@ def done(data: Any, json_out: bool, text: str) -> None:
         print_json(data)
     else:
         say(text)
-
-
-def open_store(store: Path):
-    from vismerch.catalog.store import Store
-
-    return Store.open(store)

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from vismerch.errors import VismerchError
 from vismerch.registry import Registry
+
+log = logging.getLogger("vismerch.features")
 
 
 @dataclass
@@ -54,8 +59,67 @@ COLOUR_VERSION = 5  # 3: the palette leaves out thin dark outlines; 4: anti-alia
 #                      signatures, small boxes resampled from the pixels (features/dupsig.py);
 #                      5: duplicate boxes from product mass in proportion to cell coverage
 
-# name -> factory(settings, **options) -> FeatureBackend
+@dataclass(frozen=True)
+class BackendInfo:
+    """A registered backend: its factory and what it can do (the registry's metadata).
+
+    ``visual``: its vectors describe images ("more like this", look-alike neighbours in an
+    arrangement). ``neural``: a learned image model: it takes ``--model``/``--revision``/
+    ``--precision``/``--compile``, runs on the encoders (device, Ray actors), and its index
+    joins duplicate candidates and answers search by image. ``text_tower``: it also embeds
+    query text into its image space (text search, zero-shot tags). ``rank``: preference
+    among a store's backends, lowest first. ``check(name, model, revision)`` runs once
+    before an ingest; ``query_encoder(fingerprint, device)`` rebuilds the encoder that made
+    stored vectors (default: the factory with the fingerprint's ``model`` and ``revision``,
+    refused when its fingerprint differs).
+    """
+
+    name: str
+    factory: Callable[..., FeatureBackend]
+    visual: bool = True
+    neural: bool = True
+    text_tower: bool = False
+    rank: int = 50
+    check: Callable[[str, str | None, str | None], None] | None = None
+    query_encoder: Callable[[dict[str, Any], str], Any] | None = None
+
+    def create(self, settings=None, device: str = "cpu", **options) -> FeatureBackend:
+        return self.factory(settings=settings, device=device, **options)
+
+
+# name -> BackendInfo; a ``vismerch.backends`` entry point names a BackendInfo (or a bare
+# factory, taken as a neural image backend without a text tower)
 BACKENDS: Registry = Registry("backends")
+
+
+def backend_info(name: str) -> BackendInfo:
+    """The registered backend ``name``; UnknownName (with the known names) otherwise."""
+    item = BACKENDS.get(name)
+    return item if isinstance(item, BackendInfo) else BackendInfo(name, item)
+
+
+def list_backends(*, visual: bool | None = None, neural: bool | None = None,
+                  text_tower: bool | None = None) -> list[str]:
+    """Registered backend names with the capabilities asked for (None: either), in order of
+    preference (``rank``, then name), like timm's ``list_models(pretrained=True)``. A plugin
+    whose entry point fails to load is left out with a warning."""
+    wanted = {"visual": visual, "neural": neural, "text_tower": text_tower}
+    found = []
+    for name in BACKENDS.names():
+        try:
+            info = backend_info(name)
+        except Exception as exc:  # a broken plugin must not stop the built-ins
+            log.warning("backend %r cannot be loaded: %s", name, exc)
+            continue
+        if all(want is None or getattr(info, key) == want for key, want in wanted.items()):
+            found.append(info)
+    return [info.name for info in sorted(found, key=lambda i: (i.rank, i.name))]
+
+
+def has_capability(name: str, capability: str) -> bool:
+    """Whether backend ``name`` is registered and has ``capability`` (visual, neural,
+    text_tower); False for a name no longer registered (a store made with a removed plugin)."""
+    return name in list_backends(**{capability: True})
 
 
 def _register_builtins() -> None:
@@ -72,15 +136,27 @@ def _register_builtins() -> None:
 
         return factory
 
+    def check(kind: str, model: str | None, revision: str | None) -> None:
+        from vismerch.features.neural import check_model
+
+        check_model(kind, model, revision)
+
+    def from_fingerprint(fingerprint: dict[str, Any], device: str):
+        from vismerch.features.neural import backend_from_fingerprint
+
+        return backend_from_fingerprint(fingerprint, device=device)
+
     def text(settings=None, device: str = "cpu", **options):
         from vismerch.features.text import TextBackend
 
         return TextBackend(device=device, settings=settings, **options)
 
-    BACKENDS.register("colour", colour)
-    for kind in ("clip", "siglip", "openclip"):
-        BACKENDS.register(kind, neural(kind))
-    BACKENDS.register("text", text)
+    BACKENDS.register("colour", BackendInfo("colour", colour, neural=False, rank=90))
+    for rank, kind in enumerate(("siglip", "clip", "openclip"), start=1):
+        BACKENDS.register(kind, BackendInfo(kind, neural(kind), text_tower=True, rank=10 * rank,
+                                            check=check, query_encoder=from_fingerprint))
+    # product titles' vectors for text search: not an image backend
+    BACKENDS.register("text", BackendInfo("text", text, visual=False, neural=False, rank=95))
 
 
 _register_builtins()
@@ -88,8 +164,27 @@ _register_builtins()
 
 def create_backend(name: str, settings=None, device: str = "cpu", **options) -> FeatureBackend:
     """Build a backend by registered name; unknown names raise with the known list."""
-    factory = BACKENDS.get(name)
-    return factory(settings=settings, device=device, **options)
+    return backend_info(name).create(settings=settings, device=device, **options)
+
+
+def encoder_for(fingerprint: str | dict[str, Any], device: str = "cpu") -> Any:
+    """The encoder that produced stored vectors (their fingerprint), to embed queries: the
+    backend's ``query_encoder``, else its factory with the fingerprint's model and revision,
+    refused when that no longer makes the same vectors (precision may differ)."""
+    fp = json.loads(fingerprint) if isinstance(fingerprint, str) else dict(fingerprint)
+    info = backend_info(str(fp.get("backend")))
+    if info.query_encoder is not None:
+        return info.query_encoder(fp, device)
+    encoder = info.create(device=device, **{k: fp[k] for k in ("model", "revision") if fp.get(k)})
+
+    def same(f: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in f.items() if k != "precision"}
+
+    if same(json.loads(fingerprint_key(encoder.fingerprint))) != same(fp):
+        raise VismerchError(f"the {info.name} backend no longer makes the store's vectors",
+                            hint="re-ingest the store with it (vismerch ingest ... --backend "
+                                 f"{info.name})")
+    return encoder
 
 
 def folder_digest(folder: str | Path) -> str:

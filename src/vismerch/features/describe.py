@@ -33,8 +33,10 @@ def describe_key(settings: Any) -> str:
     torch-free (derive calls it after every ingest): the colour table enters as its text."""
     used = {k: v for k, v in sorted(settings.as_dict().items())
             if k.startswith("quality_") or k == "multicolour_max_weight"}
+    from vismerch.features.quality_flags import flag_names
+
     table = resources.files("vismerch").joinpath(COLOUR_TABLE).read_text(encoding="utf-8")
-    doc = {"rules": RULES_VERSION, "settings": used, "table": table}
+    doc = {"rules": RULES_VERSION, "flags": flag_names(), "settings": used, "table": table}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -43,7 +45,8 @@ def describe(columns: dict[str, np.ndarray], sizes: Sequence[tuple[int, int]],
     """Colour names, the multicolour verdict and quality flags of each image from the
     colour backend's columns and the images' original (width, height)."""
     from vismerch.features.colournames import colour_names, is_multicolour
-    from vismerch.features.quality import assess_quality, metrics_row
+    from vismerch.features.quality import metrics_row
+    from vismerch.features.quality_flags import assess_quality
 
     names = colour_names(columns["palette_lab"], columns["palette_weight"])
     colours = [[(c.name, c.hex, float(c.weight)) for c in row] for row in names]

@@ -1,4 +1,5 @@
-"""Image quality: batched metric kernels (torch), the quality flags, and the listed-colour audit.
+"""Image quality: batched metric kernels (torch) and the listed-colour audit (the flags
+judged on these metrics are classes in ``quality_flags.py``).
 
 Metrics (per image, computed by the ``colour`` backend at the working size, which is the
 whole image stretched to a square; every fraction below is a fraction of the frame's own
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -47,18 +47,7 @@ from vismerch.features.colournames import (
     parse_colour,
 )
 from vismerch.features.colourspace import ciede2000_np, lab_to_hex
-
-QUALITY_FLAGS: tuple[str, ...] = (
-    "low-resolution",
-    "extreme-aspect",
-    "blur",
-    "under-exposed",
-    "over-exposed",
-    "non-white-background",
-    "cluttered-background",
-    "too-small",
-    "off-centre",
-)
+from vismerch.features.quality_flags import EXPOSURE_QUANTILE
 
 METRIC_NAMES: tuple[str, ...] = (
     "blur", "brightness", "highlights", "shadows", "background_delta",
@@ -68,7 +57,6 @@ METRIC_NAMES: tuple[str, ...] = (
 BLUR_BLOCKS = 32  # blocks per side (8 px at 256)
 BLUR_REFERENCE = 256.0  # frame size (px) the blur metric is expressed in
 EDGE_STD = 4.0  # grey levels: a block with less spread holds no edge (noise at 256 px is ~1)
-EXPOSURE_QUANTILE = 0.01
 BORDER_SEGMENTS_PER_SIDE = 4
 BBOX_TRIM = 0.01
 
@@ -251,85 +239,6 @@ def mask_geometry(mask: torch.Tensor) -> dict[str, torch.Tensor]:
         "extent": torch.where(has, torch.maximum(width, height), zero),
         "centre_offset": torch.where(has, torch.hypot(cx - 0.5, cy - 0.5), zero),
     }
-
-
-# ---------------------------------------------------------------- flags
-
-
-@dataclass(frozen=True)
-class QualityResult:
-    name: str
-    value: float
-    flagged: bool
-
-
-def _metric(metrics: dict[str, Any], key: str) -> float:
-    value = metrics.get(key)
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def assess_quality(
-    metrics: dict[str, float], width: int, height: int, settings: Any
-) -> list[QualityResult]:
-    """One QualityResult per name in QUALITY_FLAGS, each with the value it was judged on.
-
-    Values: low-resolution -> shorter side (px); extreme-aspect -> long/short;
-    blur -> ``blur``; under-exposed -> ``highlights``; over-exposed -> ``shadows``;
-    non-white-background -> ``background_delta``; cluttered-background ->
-    ``background_clutter``; too-small -> ``extent``; off-centre -> ``centre_offset``.
-    A missing or NaN metric is reported as NaN and never flagged.
-
-    When an exposure flag fires, the background flags do not: a white backdrop shot too
-    dark looks grey (and its noise looks like clutter), and the fix is the exposure.
-    When no foreground was found at all (``fill`` == 0: a white item on white) or the shot
-    is under-exposed (product and backdrop merge in the dark, so the outline found is not
-    the product's) there is no size or position to judge, so too-small and off-centre do
-    not fire; a genuinely tiny product still has a few cells. A product under 2% of the
-    frame is not judged over-exposed: the darkest 1% of the frame, which that flag reads,
-    is then backdrop and outline blends rather than the product's inside.
-    """
-    s = settings
-    short, long_ = min(width, height), max(width, height)
-    aspect = long_ / short if short > 0 else math.inf
-    values = {
-        "low-resolution": float(short),
-        "extreme-aspect": float(aspect),
-        "blur": _metric(metrics, "blur"),
-        "under-exposed": _metric(metrics, "highlights"),
-        "over-exposed": _metric(metrics, "shadows"),
-        "non-white-background": _metric(metrics, "background_delta"),
-        "cluttered-background": _metric(metrics, "background_clutter"),
-        "too-small": _metric(metrics, "extent"),
-        "off-centre": _metric(metrics, "centre_offset"),
-    }
-    # NaN comparisons are False, so a missing metric never flags.
-    flagged = {
-        "low-resolution": short < s.quality_min_side,
-        "extreme-aspect": aspect > s.quality_max_aspect,
-        "blur": values["blur"] < s.quality_blur_min,
-        "under-exposed": values["under-exposed"] < s.quality_dark_max,
-        "over-exposed": values["over-exposed"] > s.quality_bright_min,
-        "non-white-background": values["non-white-background"] > s.quality_background_delta,
-        "cluttered-background": values["cluttered-background"] > s.quality_clutter,
-        "too-small": values["too-small"] < s.quality_min_fill,
-        "off-centre": values["off-centre"] > s.quality_offcentre,
-    }
-    if flagged["under-exposed"] or flagged["over-exposed"]:
-        flagged["non-white-background"] = flagged["cluttered-background"] = False
-    fill = _metric(metrics, "fill")
-    if fill == 0.0 or flagged["under-exposed"]:
-        # nothing stood out from the background, or the shot is too dark for the product's
-        # outline to be trusted: no size or position verdict (the fix is the exposure)
-        flagged["too-small"] = flagged["off-centre"] = False
-    if 0.0 < fill < 2 * EXPOSURE_QUANTILE:
-        # the darkest 1% of the frame is then backdrop and outline blends, not the inside
-        # of the product (a blob of 2% of the frame has about 1% inside its outline cells):
-        # it cannot say the product washed out; a tiny product is flagged too-small anyway
-        flagged["over-exposed"] = False
-    return [QualityResult(n, values[n], bool(flagged[n])) for n in QUALITY_FLAGS]
 
 
 def metrics_row(columns: dict[str, np.ndarray], i: int) -> dict[str, float]:

@@ -134,19 +134,6 @@ def resize_array(arr: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return out[0]
 
 
-def resize_rgb(im: Image.Image, size: tuple[int, int]) -> np.ndarray:
-    """RGB image -> (height, width, 3) uint8 array at ``size`` (width, height), antialiased.
-
-    Pillow first box-reduces an image over twice the target (cheap, exact averaging), then
-    torch's channels-last uint8 kernel does the antialiased bilinear step.
-    """
-    width, height = size
-    factor = min(im.width // (2 * width), im.height // (2 * height))
-    if factor >= 2:
-        im = im.reduce(factor)
-    return resize_array(_array(im), size)
-
-
 def thumbnail(working: np.ndarray | Image.Image, width: int, height: int,
               thumb_size: int) -> np.ndarray:
     """The thumbnail (h, w, 3) uint8 of an image from its square working-size copy, aspect

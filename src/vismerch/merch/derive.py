@@ -10,6 +10,7 @@ import numpy as np
 
 from vismerch.catalog.store import Features, Product, Store, write_descriptions
 from vismerch.config import Settings
+from vismerch.features.base import has_capability
 
 AUDIT_COLUMNS = ("colour", "color")
 
@@ -271,7 +272,7 @@ def refresh_derived(store: Store, settings: Settings,
         "indexes": {name: len(index) for name, index in indexes.items()},
         "duplicate_groups": refresh_duplicates(
             store, features, settings, indexes.get("colour"), products,
-            {name: ix for name, ix in indexes.items() if name not in ("colour", "text")},
+            {name: ix for name, ix in indexes.items() if has_capability(name, "neural")},
         ),
     }
     from vismerch.merch.collections import product_records, refresh_collections

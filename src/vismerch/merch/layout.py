@@ -19,12 +19,12 @@ import numpy as np
 from vismerch.catalog.store import utc_timestamp
 from vismerch.config import setting as _setting
 from vismerch.errors import UsageError
+from vismerch.features.base import list_backends
 from vismerch.merch import collections as colls
 from vismerch.merch import rules as rules_mod
 from vismerch.merch.arrange import Arrangement, ArrangeOptions, Products, arrange
 from vismerch.merch.scoring import score_products
 
-VISUAL_BACKENDS = ("siglip", "clip", "openclip", "colour")
 
 @dataclass
 class CollectionArrangement:
@@ -164,7 +164,7 @@ def arrange_collection(
     records = colls.product_records(store, products)
     weights = weights or _setting(settings, "arrange_weights") or None
     base = score_products(products, weights, behaviour=behaviour)
-    chosen = store.pick_backend(backend, VISUAL_BACKENDS)
+    chosen = store.pick_backend(backend, tuple(list_backends(visual=True)))
     vectors = collection_vectors(store, [p.id for p in products], chosen, load_features)
     at = at or utc_timestamp()
     rule_list = rules_mod.list_rules(store, name, applicable=True, enabled_only=True, at=at)

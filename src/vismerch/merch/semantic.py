@@ -27,10 +27,10 @@ import numpy as np
 
 from vismerch.config import setting
 from vismerch.errors import UsageError
+from vismerch.features.base import encoder_for, list_backends
 
 log = logging.getLogger("vismerch.semantic")
 
-NEURAL_BACKENDS = ("siglip", "clip", "openclip")
 TEXT_BACKEND = "text"
 QUERY_TEMPLATES = ("{}", "a photo of {}.", "a product photo of {}.")
 
@@ -40,9 +40,7 @@ QUERY_TEMPLATES = ("{}", "a photo of {}.", "a product photo of {}.")
 
 def load_neural(store: Any, backend: str | None = None, device: str = "cpu"):
     """(Features, encoder) of the store's neural image vectors; UsageError if it has none."""
-    from vismerch.features.neural import backend_from_fingerprint
-
-    name = store.pick_backend(backend, NEURAL_BACKENDS)
+    name = store.pick_backend(backend, tuple(list_backends(text_tower=True)))
     if name is None:
         raise UsageError(
             f"{store.path} has no neural image features",
@@ -51,7 +49,7 @@ def load_neural(store: Any, backend: str | None = None, device: str = "cpu"):
     features = store.load_features(name)
     if not len(features):
         raise UsageError(f"{store.path} has no {name} features for its products")
-    return features, backend_from_fingerprint(features.fingerprint, device=device)
+    return features, encoder_for(features.fingerprint, device=device)
 
 
 def query_vector(encoder: Any, query: str) -> np.ndarray:
@@ -226,16 +224,15 @@ def semantic_search(
         rankings.append(ranked[:depth])
         used.append(weights["colour"])
     sources = 0
-    name = store.pick_backend(backend, NEURAL_BACKENDS)
+    name = store.pick_backend(backend, tuple(list_backends(text_tower=True)))
     if name is not None:
-        from vismerch.features.neural import backend_from_fingerprint
         from vismerch.search.stored import similarity_index
 
         # the FAISS index ingest saved (exact, or HNSW for large catalogs), not a scan
         index = similarity_index(store, name, settings) if cache is None else cache.similarity_index(name)
         if not len(index):
             raise UsageError(f"{store.path} has no {name} features for its products")
-        encoder = (backend_from_fingerprint(index.meta["fingerprint"], device=device) if cache is None
+        encoder = (encoder_for(index.meta["fingerprint"], device=device) if cache is None
                    else cache.encoder(index.meta["fingerprint"]))
         rankings.append(index.search(query_vector(encoder, query), depth, allowed)[0])
         used.append(weights["image"])

@@ -233,12 +233,13 @@ def _check_models(specs: tuple[BackendSpec, ...]) -> None:
     """A neural model that cannot load stops the run here, once, with the reason and a
     hint, before the store is touched or any task starts (a worker that failed to load it
     would refuse every image with the same error)."""
-    for spec in specs:
-        if spec.name in ("clip", "siglip", "openclip"):
-            from vismerch.features.neural import check_model
+    from vismerch.features.base import BACKENDS, backend_info
 
+    for spec in specs:
+        info = backend_info(spec.name) if spec.name in BACKENDS else None
+        if info is not None and info.check is not None:
             options = spec.kwargs()
-            check_model(spec.name, options.get("model"), options.get("revision"))
+            info.check(spec.name, options.get("model"), options.get("revision"))
 
 
 def _check_fetch_settings(settings: Settings) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from vismerch.errors import UsageError
-from vismerch.features.quality import QUALITY_FLAGS
+from vismerch.features.quality_flags import flag_names
 from vismerch.sample import shapes
 from vismerch.sample.plan import (
     CORRUPT_KINDS,
@@ -30,7 +30,7 @@ from vismerch.sample.plan import (
 from vismerch.sample.render import MIN_CLEAN_SIDE, MIRROR_MIN_ASYMMETRY, duplicate, lookalike, shot
 
 VERSION = 2  # 2: every duplicate edit kind (sample/edits.py), colourways and mirrors
-FLAG_NAMES = QUALITY_FLAGS  # the truth uses the flags vismerch reports
+FLAG_NAMES = flag_names()  # the truth uses the flags vismerch reports
 MANIFEST_COLUMNS = ("id", "image", "title", "description", "category", "brand", "price",
                     "stock", "sales", "created_at", "colour", "material", "season")
 # Studio backdrops for the non-white-background flaw (each >= CIEDE2000 14 from white).

@@ -9,9 +9,9 @@ from vismerch.config import setting
 
 def vector_backend(store: Any, prefer: str | None = None) -> str:
     """The backend whose vectors answer "more like this": a neural one when the store has it."""
-    from vismerch.merch.layout import VISUAL_BACKENDS
+    from vismerch.features.base import list_backends
 
-    return store.pick_backend(prefer, VISUAL_BACKENDS) or "colour"
+    return store.pick_backend(prefer, tuple(list_backends(visual=True))) or "colour"
 
 
 def similarity_index(store: Any, backend: str | None = None, settings: Any = None):

@@ -51,8 +51,3 @@ def review_group(ws: Workspace, group_id: int, decision: str, *, keep: str | Non
     if decision == "distinct":
         return None
     return get_group(ws, group_id)
-
-
-def dismissed(ws: Workspace) -> list[dict]:
-    """Pairs marked not duplicates (``[{a, b, by, at}]``)."""
-    return reviews.dismissed_pairs(ws.store)

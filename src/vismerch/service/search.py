@@ -96,8 +96,8 @@ def by_image(ws: Workspace, data: bytes, *, k: int = 12, category: str | None = 
     Refuses more than ``max_bytes`` bytes or ``max_pixels`` pixels, and anything that is
     not a supported image, as InvalidInput on ``image``."""
     from vismerch.errors import DecodeError
+    from vismerch.features.base import list_backends
     from vismerch.imaging.decode import decode_image
-    from vismerch.merch.semantic import NEURAL_BACKENDS
 
     check_k(k)
     if len(data) > max_bytes:
@@ -111,7 +111,7 @@ def by_image(ws: Workspace, data: bytes, *, k: int = 12, category: str | None = 
     if not len(index):
         return SearchResult(mode="image", hits=[])
     backend = (index.meta or {}).get("fingerprint")
-    name = ws.store.pick_backend(None, NEURAL_BACKENDS)
+    name = ws.store.pick_backend(None, tuple(list_backends(neural=True)))
     batch = decoded.pixels[None]
     if name is not None:
         vector = ws.encoder(backend).encode_images(batch).vectors

@@ -113,8 +113,8 @@ class Workspace:
         return self.cached(("index", name), lambda: similarity_index(self.store, name, self.settings))
 
     def encoder(self, fingerprint: str) -> Any:
-        from vismerch.features.neural import backend_from_fingerprint
+        from vismerch.features.base import encoder_for
 
         device = self.settings.device
         return self.cached(("encoder", fingerprint, device),
-                           lambda: backend_from_fingerprint(fingerprint, device=device))
+                           lambda: encoder_for(fingerprint, device=device))

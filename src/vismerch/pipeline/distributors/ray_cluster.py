@@ -30,7 +30,6 @@ from vismerch.pipeline.tasks import IngestSpec, Task, TaskResult
 from vismerch.pipeline.worker import backends_for
 from vismerch.pipeline.worker_setup import init_worker
 
-CPU_BACKENDS = frozenset({"colour"})  # cheap to build: run in every decode task
 TASK_RETRIES = 3  # Ray re-runs a task whose worker process or node died
 ACTOR_RESTARTS = 3
 
@@ -49,8 +48,12 @@ def import_ray():
 
 def split_spec(spec: IngestSpec) -> tuple[IngestSpec, IngestSpec | None]:
     """(the CPU stage's spec, the encoder actors' spec or None when no backend needs one)."""
-    cpu = tuple(b for b in spec.backends if b.name in CPU_BACKENDS)
-    neural = tuple(b for b in spec.backends if b.name not in CPU_BACKENDS)
+    from vismerch.features.base import has_capability
+
+    # a model is loaded once per encoder actor; the rest (colour) is cheap to build and
+    # runs in every decode task
+    neural = tuple(b for b in spec.backends if has_capability(b.name, "neural"))
+    cpu = tuple(b for b in spec.backends if b not in neural)
     cpu_spec = dataclasses.replace(spec, backends=cpu, device="cpu")
     return cpu_spec, (dataclasses.replace(spec, backends=neural) if neural else None)
 

@@ -1,4 +1,5 @@
-"""Admin: API keys (create shows the key once; list; revoke) and the audit log of writes."""
+"""Admin: API keys (create shows the key once; list; revoke) and the audit log of writes,
+through ``service/keys.py``."""
 
 from __future__ import annotations
 
@@ -7,10 +8,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, Field
 
-from vismerch.catalog import access
-from vismerch.errors import InvalidInput, NotFound, UsageError
 from vismerch.serve.auth import require
-from vismerch.serve.routes.common import Paging, page_limit, store
+from vismerch.serve.routes.common import Paging, page_limit, workspace
+from vismerch.service import keys
 from vismerch.service.paging import Page, paginate
 
 router = APIRouter(tags=["admin"])
@@ -56,25 +56,18 @@ class AuditPage(BaseModel):
 
 @router.get("/keys", response_model=Page[KeyInfo], summary="API keys (never their secrets), by id")
 def list_keys(request: Request, paging: Paging, _: object = admin) -> Page[dict[str, Any]]:
-    return paginate([k.as_dict() for k in access.list_keys(store(request))], lambda k: [k["id"]], *paging)
+    return paginate([k.as_dict() for k in keys.list_keys(workspace(request))], lambda k: [k["id"]], *paging)
 
 
 @router.post("/keys", response_model=CreatedKey, status_code=201, summary="Make an API key (shown once)")
 def create_key(request: Request, new: NewKey, _: object = admin) -> dict[str, Any]:
-    expires = access.parse_duration(new.expires) if new.expires else None
-    try:
-        text, key = access.create_key(store(request), new.role, expires_in=expires, name=new.name)
-    except UsageError as exc:  # an expiry past the year 9999
-        raise InvalidInput("expires", exc.message, exc.hint) from None
-    return {**key.as_dict(), "key": text}
+    return keys.create(workspace(request), new.role, expires=new.expires, name=new.name).as_dict()
 
 
 @router.delete("/keys/{key_id}", response_model=KeyInfo, summary="Revoke a key (takes effect at once)")
 def revoke_key(request: Request, key_id: Annotated[str, Path(max_length=64)], _: object = admin
                ) -> dict[str, Any]:
-    if access.get_key(store(request), key_id) is None:
-        raise NotFound("API key", key_id)
-    return access.revoke_key(store(request), key_id).as_dict()
+    return keys.revoke(workspace(request), key_id).as_dict()
 
 
 class Refusals(BaseModel):
@@ -95,5 +88,5 @@ def audit(request: Request,
           actor: Annotated[str | None, Query(max_length=64, description="Only this key id")] = None,
           _: object = admin) -> dict[str, Any]:
     limit = page_limit(request, limit)
-    items = access.audit_entries(store(request), after=after, limit=limit, actor=actor)
+    items = keys.audit_entries(workspace(request), after=after, limit=limit, actor=actor)
     return {"items": items, "next_after": items[-1]["id"] if len(items) == limit else None}

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
+from vismerch.features.quality_flags import flag_names
 from vismerch.serve.auth import require
 from vismerch.serve.routes.common import Paging, page_limit, workspace
 from vismerch.service import catalog, search
@@ -17,12 +18,13 @@ from vismerch.service.paging import Page
 router = APIRouter(tags=["products"])
 viewer = Depends(require("viewer"))
 ProductId = Annotated[str, Path(min_length=1, max_length=500, description="Product id")]
+FlagFilter = Literal[(*flag_names(), "any")]  # the registered quality flags
 
 
 def _filters(
     category: Annotated[str | None, Query(max_length=200)] = None,
     colour: Annotated[str | None, Query(max_length=100, description="A named colour, e.g. navy")] = None,
-    flag: Annotated[str | None, Query(max_length=100, description="A quality flag name, or any")] = None,
+    flag: Annotated[FlagFilter | None, Query(description="A quality flag, or any for any raised")] = None,
     in_stock: Annotated[bool | None, Query()] = None,
     price_min: Annotated[float | None, Query(ge=0, le=1e12)] = None,
     price_max: Annotated[float | None, Query(ge=0, le=1e12)] = None,
