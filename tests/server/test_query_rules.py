@@ -210,3 +210,35 @@ def test_report_lists_zero_result_and_low_click_queries(served):
     assert later["searches"] == 0 and later["zero_results"] == []
     bad = client.get(f"{SEARCH}/report", params={"since": "soon"}, headers=auth(keys["viewer"]))
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "since"
+
+
+def test_cli_adds_lists_previews_and_reports(clean):
+    import json
+
+    from typer.testing import CliRunner
+
+    from vismerch.cli import app, main
+
+    client, ws, keys = clean
+    runner = CliRunner()
+    product = next(p.id for p in ws.store.products())
+
+    def run(*args):
+        result = runner.invoke(app, ["queries", *args])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+    added = run("add", str(ws.path), "pin", "Shirt", "--product", product, "--position", "1", "--json")
+    assert (added["kind"], added["query"], added["products"]) == ("pin", "shirt", [product])
+    assert [r["id"] for r in run("rules", str(ws.path), "--query", "SHIRT", "--json")] == [added["id"]]
+    both = run("preview", str(ws.path), "shirt", "-k", "5", "--json")
+    assert both["after"]["hits"][0]["id"] == product
+    syn = run("synonym-add", str(ws.path), "one-way", "t-shirt", "--term", "tee", "--json")
+    assert syn["term"] == "tee" and syn["synonyms"] == ["t-shirt"]
+    now = datetime.now(UTC).isoformat()
+    events = [{"event_id": f"cli-{i}", "type": "search", "ts": now, "visitor": "v", "query": "Gilet Jaune",
+               "results": 0} for i in range(2)]
+    assert client.post(f"{API_PREFIX}/events", json={"events": events},
+                       headers=auth(keys["storefront"])).json()["accepted"] == 2
+    zero = run("report", str(ws.path), "--json")["zero_results"]
+    assert ("gilet jaune", 2) in [(z["query"], z["zero_results"]) for z in zero]
+    assert main(["queries", "add", str(ws.path), "pin", "shirt", "--product", product]) == 2
