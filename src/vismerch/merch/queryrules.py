@@ -348,7 +348,8 @@ class Outcome:
 def matching(query: str, rules: Iterable[QueryRule], at: str) -> list[QueryRule]:
     """The rules in force at ``at`` that match ``query``, most specific first."""
     norm = normalise(query)
-    found = [r for r in rules if r.active(at) and r.matches(norm)]
+    kinds = {name: MATCH_KINDS.get(name) for name in MATCH_KINDS.names()}  # one lookup per kind
+    found = [r for r in rules if r.active(at) and r.match in kinds and kinds[r.match].matches(r.query, norm)]
     return sorted(found, key=QueryRule.rank, reverse=True)
 
 

@@ -111,10 +111,13 @@ def expand(query: str, synonyms: Iterable[Synonym]) -> tuple[list[str], list[dic
     base = normalise(query)
     variants, used = [base], []
     padded = f" {base} "
+    kinds = {name: SYNONYM_KINDS.get(name) for name in SYNONYM_KINDS.names()}
     for syn in sorted(synonyms, key=lambda s: s.id):
-        if not syn.enabled:
+        # most sets name no word of the query: skip them before building their rewrites
+        if not syn.enabled or syn.kind not in kinds or \
+                not any(f" {t} " in padded for t in (*syn.synonyms, syn.term) if t):
             continue
-        for term, others in SYNONYM_KINDS.get(syn.kind).rewrites(syn):
+        for term, others in kinds[syn.kind].rewrites(syn):
             if not term or f" {term} " not in padded:
                 continue
             for other in others:
