@@ -120,6 +120,10 @@ def test_redirect_rule(clean):
     assert r.status_code == 201, r.text
     assert _search(client, v, "Sale items")["redirect"] == "qr-sale"
     assert _search(client, v, "shirt")["redirect"] is None
+    gone = client.delete(f"{API_PREFIX}/collections/qr-sale", headers=auth(keys["admin"]))
+    assert gone.status_code == 200, gone.text
+    assert _search(client, v, "Sale items")["redirect"] is None  # the redirect went with its page
+    assert client.get(f"{QR}/{r.json()['id']}", headers=auth(v)).status_code == 404
 
 
 def test_crud_paging_and_audit(clean):
