@@ -68,6 +68,13 @@ def test_pin_rule_changes_the_preview(page, server, store):
     assert "pinned" in page.inner_text(f"#qp-after li[data-id='{outsider}']")
     snap(page, "query-rules")
 
+    # disabling the rule takes the pin away again
+    page.click("#query-rules-table button[aria-label^='Disable query rule']")
+    page.wait_for_function(f"() => !document.querySelector('#qp-after li[data-id=\"{outsider}\"]')",
+                           timeout=120_000)
+    assert _ids(page, "qp-after") == plain
+    assert "disabled" in page.inner_text("#query-rules-table")
+
     page.select_option("#qs-kind", "equivalent")
     page.fill("#qs-terms", "shirt, blouse")
     page.click("#qs-form button[type=submit]")

@@ -36,7 +36,7 @@ export async function render(main, ctx) {
   const page = h("div", { class: "page queries" }, h("div", { class: "head" }, h("h1", {}, "Search merchandising")));
   main.append(page);
   const preview = previewSection(ctx);
-  const rules = rulesSection(ctx, (q) => preview.show(q));
+  const rules = rulesSection(ctx, (q) => preview.show(q), () => preview.refresh());
   const synonyms = synonymsSection(ctx, () => preview.refresh());
   const report = h("section", { id: "qr-report", "aria-labelledby": "qr-report-h" },
     h("h2", { id: "qr-report-h" }, "Queries to look at"), h("p", { class: "muted" }, "Loading…"));
@@ -115,13 +115,13 @@ function draw(list, hits, effects) {
 
 // ------------------------------------------------------------------ rules
 
-function rulesSection(ctx, onPreview) {
+function rulesSection(ctx, onPreview, onChange) {
   const table = h("div", { id: "qr-rules" }, h("p", { class: "muted" }, "Loading…"));
   const el = h("section", { id: "qr-rules-section", "aria-labelledby": "qr-h" },
     h("h2", { id: "qr-h" }, "Query rules"), table);
   async function load() {
     try {
-      drawRules(table, await getAll("/query-rules"), ctx, load, onPreview);
+      drawRules(table, await getAll("/query-rules"), ctx, async () => { await load(); onChange(); }, onPreview);
     } catch (e) {
       clear(table).append(h("p", { class: "error" }, ctx.explain(e)));
     }
@@ -145,11 +145,12 @@ function drawRules(box, rows, ctx, reload, onPreview) {
       h("td", {}, r.starts_at || "–"), h("td", {}, r.ends_at || "–"),
       h("td", {}, r.active ? "yes" : (r.enabled ? "not now" : "disabled")),
       h("td", {},
-        h("button", { type: "button", on: { click: () => onPreview(r.query.replace(/[*?]/g, "").trim() || r.query) } },
-          "Preview"),
+        h("button", { type: "button", "aria-label": `Preview query rule ${r.id}`,
+          on: { click: () => onPreview(r.query.replace(/[*?]/g, "").trim() || r.query) } }, "Preview"),
         ctx.can("merchandiser") ? [
-          h("button", { type: "button", on: { click: () => act(() => call("PATCH", `/query-rules/${r.id}`,
-            { body: { enabled: !r.enabled } })) } }, r.enabled ? "Disable" : "Enable"),
+          h("button", { type: "button", "aria-label": `${r.enabled ? "Disable" : "Enable"} query rule ${r.id}`,
+            on: { click: () => act(() => call("PATCH", `/query-rules/${r.id}`,
+              { body: { enabled: !r.enabled } })) } }, r.enabled ? "Disable" : "Enable"),
           h("button", { type: "button", "aria-label": `Delete query rule ${r.id}`,
             on: { click: () => act(() => call("DELETE", `/query-rules/${r.id}`)) } }, "Delete")] : null))))));
 }
@@ -253,14 +254,15 @@ async function loadReport(box, ctx, onPreview) {
   try {
     res = await get("/search/report");
   } catch (e) {
-    clear(box).append(h("h2", {}, "Queries to look at"), h("p", { class: "error" }, ctx.explain(e)));
+    clear(box).append(h("h2", { id: "qr-report-h" }, "Queries to look at"), h("p", { class: "error" }, ctx.explain(e)));
     return;
   }
   const table = (id, rows, cols) => (rows.length
     ? h("table", { class: "data", id }, h("thead", {}, h("tr", {}, [...cols.map(([t]) => t), ""].map((t) =>
       h("th", { scope: "col" }, t)))), h("tbody", {}, rows.map((r) => h("tr", {},
       cols.map(([, f]) => h("td", {}, fmt(f(r)))),
-      h("td", {}, h("button", { type: "button", on: { click: () => onPreview(r.query) } }, "Preview"))))))
+      h("td", {}, h("button", { type: "button", "aria-label": `Preview ${r.query}`,
+        on: { click: () => onPreview(r.query) } }, "Preview"))))))
     : h("p", { class: "muted" }, "None in this window."));
   clear(box).append(h("h2", { id: "qr-report-h" }, "Queries to look at"),
     h("p", { class: "muted" }, `${res.searches.toLocaleString("en")} searches since ${res.since.slice(0, 10)} `,
