@@ -56,6 +56,10 @@ def test_pin_rule_changes_the_preview(page, server, store):
     page.click("#qr-form button[type=submit]")
     page.wait_for_function("() => document.querySelector('#qr-error').textContent.includes('products')")
 
+    page.fill("#qr-products", "")
+    page.click(f"#qp-before li[data-id='{plain[3]}'] button.pick")  # a preview product into the form
+    assert page.input_value("#qr-products") == plain[3]
+    assert page.evaluate("document.activeElement.id") == "qr-products"
     page.fill("#qr-products", outsider)
     page.fill("#qr-position", "2")
     page.click("#qr-form button[type=submit]")

@@ -35,7 +35,8 @@ const stamp = (local) => (local ? new Date(local).toISOString().replace(/\.\d{3}
 export async function render(main, ctx) {
   const page = h("div", { class: "page queries" }, h("div", { class: "head" }, h("h1", {}, "Search merchandising")));
   main.append(page);
-  const preview = previewSection(ctx);
+  // a preview's product can be taken into the rule form (called after `rules` exists)
+  const preview = previewSection(ctx, ctx.can("merchandiser") ? (id) => rules.pick(id) : null);
   const rules = rulesSection(ctx, (q) => preview.show(q), () => preview.refresh());
   const synonyms = synonymsSection(ctx, () => preview.refresh());
   const report = h("section", { id: "qr-report", "aria-labelledby": "qr-report-h" },
@@ -46,7 +47,7 @@ export async function render(main, ctx) {
 
 // ------------------------------------------------------------------ preview
 
-function previewSection(ctx) {
+function previewSection(ctx, pick) {
   const q = h("input", { type: "search", required: true, placeholder: "red dress", size: 24 });
   const at = h("input", { type: "datetime-local" });
   const status = h("p", { class: "muted", id: "qp-status", role: "status" });
@@ -68,8 +69,8 @@ function previewSection(ctx) {
     try {
       const res = await get("/search/preview", { q: text, k: 12, at: stamp(at.value) });
       const info = res.after.merchandising || { effects: [], conflicts: [], searched: [text] };
-      draw(before, res.before.hits, []);
-      draw(after, res.after.hits, info.effects);
+      draw(before, res.before.hits, [], pick);
+      draw(after, res.after.hits, info.effects, pick);
       status.textContent = `${res.after.hits.length} results · searched: ${info.searched.join("; ")}`;
       clear(notes);
       if (res.after.redirect) {
@@ -98,7 +99,7 @@ function small(img) {
   return img;
 }
 
-function draw(list, hits, effects) {
+function draw(list, hits, effects, pick) {
   clear(list);
   const why = new Map();
   for (const e of effects) if (e.product) why.set(e.product, e.action);
@@ -108,7 +109,9 @@ function draw(list, hits, effects) {
     const action = why.get(hit.id);
     list.append(h("li", { dataset: { id: hit.id }, style: { display: "flex", gap: "8px", alignItems: "center" } },
       small(thumb(hit.id, hit.id, "thumb", false)), h("span", {}, name, h("br"), h("small", { class: "muted" }, hit.id)),
-      action ? h("span", { class: "badge pinned" }, action) : null));
+      action ? h("span", { class: "badge pinned" }, action) : null,
+      pick ? h("button", { type: "button", class: "pick", "aria-label": `Use ${hit.id} in the rule form`,
+        on: { click: () => pick(hit.id) } }, "Add to rule") : null));
   }
   if (!hits.length) list.append(h("li", { class: "muted" }, "No results."));
 }
@@ -126,8 +129,21 @@ function rulesSection(ctx, onPreview, onChange) {
       clear(table).append(h("p", { class: "error" }, ctx.explain(e)));
     }
   }
-  if (ctx.can("merchandiser")) el.append(ruleForm(ctx, load, onPreview));
-  return { el, load };
+  let form = null;
+  if (ctx.can("merchandiser")) {
+    form = ruleForm(ctx, load, onPreview);
+    el.append(form);
+  }
+  // a product taken from the preview joins the form's product list, and the form shows
+  const pick = (id) => {
+    const input = form && form.querySelector("#qr-products");
+    if (!input) return;
+    const ids = input.value.split(",").map((x) => x.trim()).filter(Boolean);
+    if (!ids.includes(id)) ids.push(id);
+    input.value = ids.join(", ");
+    input.focus();
+  };
+  return { el, load, pick };
 }
 
 function drawRules(box, rows, ctx, reload, onPreview) {
