@@ -231,8 +231,11 @@ def test_cli_adds_lists_previews_and_reports(clean):
         result = runner.invoke(app, ["queries", *args])
         assert result.exit_code == 0, result.output
         return json.loads(result.stdout)
+    assert _search(client, keys["viewer"], "shirt")["merchandising"]["rules"] == []  # read and cached
     added = run("add", str(ws.path), "pin", "Shirt", "--product", product, "--position", "1", "--json")
     assert (added["kind"], added["query"], added["products"]) == ("pin", "shirt", [product])
+    # written through another store connection (the CLI's): the server sees it on its next search
+    assert _ids(_search(client, keys["viewer"], "shirt"))[0] == product
     assert [r["id"] for r in run("rules", str(ws.path), "--query", "SHIRT", "--json")] == [added["id"]]
     both = run("preview", str(ws.path), "shirt", "-k", "5", "--json")
     assert both["after"]["hits"][0]["id"] == product

@@ -14,6 +14,9 @@ RULE_COLUMNS = ("kind", "query", "match", "products", "position", "factor", "col
 SYNONYM_COLUMNS = ("kind", "term", "synonyms", "enabled", "note", "created_at")
 _TABLES = {"query_rules": RULE_COLUMNS, "synonyms": SYNONYM_COLUMNS}
 _JSON = ("products", "synonyms")
+_REVISION = "query_rules_revision"  # meta key: bumped by every write here, so readers may cache
+_BUMP = (f"INSERT INTO meta (key, value) VALUES ('{_REVISION}', '1') "
+         "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
 
 
 def _encode(fields: Mapping[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
@@ -41,6 +44,7 @@ def insert(store: Store, table: str, fields: Mapping[str, Any]) -> int:
         marks = ", ".join("?" * len(values))
         cur = con.execute(f"INSERT INTO {table} ({', '.join(values)}) VALUES ({marks})",
                           list(values.values()))
+        con.execute(_BUMP)
         return int(cur.lastrowid)
 
 
@@ -52,6 +56,7 @@ def update(store: Store, table: str, row_id: int, fields: Mapping[str, Any]) -> 
     with store.transaction() as con:
         cur = con.execute(f"UPDATE {table} SET {', '.join(f'{c} = ?' for c in values)} WHERE id = ?",
                           [*values.values(), int(row_id)])
+        con.execute(_BUMP)
         return cur.rowcount > 0
 
 
@@ -71,4 +76,13 @@ def select(store: Store, table: str, *, enabled_only: bool = False) -> list[dict
 def delete(store: Store, table: str, row_id: int) -> bool:
     _TABLES[table]
     with store.transaction() as con:
+        con.execute(_BUMP)
         return con.execute(f"DELETE FROM {table} WHERE id = ?", (int(row_id),)).rowcount > 0
+
+
+def revision(store: Store) -> tuple:
+    """Changes whenever a query rule or synonym is added, changed or deleted (the counts
+    catch deletes made elsewhere, such as a collection's redirect rules going with it)."""
+    return tuple(store.db.execute(
+        f"SELECT (SELECT value FROM meta WHERE key = '{_REVISION}'), (SELECT COUNT(*) FROM query_rules), "
+        "(SELECT COUNT(*) FROM synonyms)").fetchone())

@@ -227,6 +227,17 @@ def delete_synonym(ws: Workspace, syn_id: int) -> None:
 Hits = list[tuple[str, float]]
 
 
+def _enabled(ws: Workspace) -> tuple[list[Q.QueryRule], list[S.Synonym]]:
+    """The enabled rules and synonyms, read again only after a write (``db.revision``)."""
+    revision = db.revision(ws.store)
+    cached = ws.__dict__.get("_query_rules")
+    if cached is None or cached[0] != revision:
+        cached = (revision, [_rule(r) for r in db.select(ws.store, RULES, enabled_only=True)],
+                  [_synonym(r) for r in db.select(ws.store, SYNONYMS, enabled_only=True)])
+        ws.__dict__["_query_rules"] = cached
+    return cached[1], cached[2]
+
+
 def merchandised(ws: Workspace, query: str, run: Callable[[str, int], Hits], k: int,
                  *, at: str | None = None) -> tuple[Hits, str | None, Merchandising]:
     """Search ``query`` through ``run(text, depth)`` with the store's synonyms and query
@@ -234,8 +245,8 @@ def merchandised(ws: Workspace, query: str, run: Callable[[str, int], Hits], k: 
     then the rules in force at ``at`` (default now) that match the query reorder the hits.
     Returns the hits (at most ``k``), the redirect (or None) and what was done."""
     now = parse_stamp(at, "at") or utc_timestamp()
-    synonyms = [_synonym(r) for r in db.select(ws.store, SYNONYMS, enabled_only=True)]
-    rules = Q.matching(query, (_rule(r) for r in db.select(ws.store, RULES, enabled_only=True)), now)
+    all_rules, synonyms = _enabled(ws)
+    rules = Q.matching(query, all_rules, now)
     variants, used = S.expand(query, synonyms)
     depth = k + Q.extra_depth(rules)
     # the shopper's own words first: a rewrite ranks a little lower than the original
