@@ -236,6 +236,9 @@ def test_cli_adds_lists_previews_and_reports(clean):
     assert (added["kind"], added["query"], added["products"]) == ("pin", "shirt", [product])
     # written through another store connection (the CLI's): the server sees it on its next search
     assert _ids(_search(client, keys["viewer"], "shirt"))[0] == product
+    assert main(["queries", "disable", str(ws.path), str(added["id"])]) == 0
+    assert _search(client, keys["viewer"], "shirt")["merchandising"]["rules"] == []
+    assert main(["queries", "enable", str(ws.path), str(added["id"])]) == 0
     assert [r["id"] for r in run("rules", str(ws.path), "--query", "SHIRT", "--json")] == [added["id"]]
     both = run("preview", str(ws.path), "shirt", "-k", "5", "--json")
     assert both["after"]["hits"][0]["id"] == product

@@ -3,7 +3,7 @@
     vismerch queries rules STORE [--query Q] [--json]
     vismerch queries add STORE KIND QUERY [--match M] [--product ID ...] [--position N]
                          [--factor F] [--collection C] [--starts --ends] [--note]
-    vismerch queries remove STORE RULE_ID
+    vismerch queries remove|enable|disable STORE RULE_ID
     vismerch queries synonyms STORE [--json]
     vismerch queries synonym-add STORE KIND TERM... [--term T]
     vismerch queries synonym-remove STORE ID
@@ -89,6 +89,26 @@ def rules_remove(store: StoreArg, rule_id: Annotated[int, typer.Argument(help="Q
     with _workspace(store) as ws:
         query_rules.delete_rule(ws, rule_id)
     _say(f"removed query rule #{rule_id}")
+
+
+def _set_enabled(store: Path, rule_id: int, enabled: bool) -> None:
+    from vismerch.service import query_rules
+
+    with _workspace(store) as ws:
+        rule = query_rules.update_rule(ws, rule_id, {"enabled": enabled})
+    _say(f"{'enabled' if enabled else 'disabled'} {_safe(rule.description)}")
+
+
+@queries_app.command("enable")
+def rules_enable(store: StoreArg, rule_id: Annotated[int, typer.Argument(help="Query rule id.")]) -> None:
+    """Put a query rule back in force (inside its dates)."""
+    _set_enabled(store, rule_id, True)
+
+
+@queries_app.command("disable")
+def rules_disable(store: StoreArg, rule_id: Annotated[int, typer.Argument(help="Query rule id.")]) -> None:
+    """Stop a query rule without deleting it."""
+    _set_enabled(store, rule_id, False)
 
 
 @queries_app.command("synonyms")
