@@ -57,3 +57,15 @@ def test_ctr_in_the_score_ranks_what_shoppers_click_and_pins_still_apply(week):
         assert verdicts[weakest]["verdict"] in ("below", "as_expected", "too_little_data")
     finally:
         rules.delete_rule(ws, pin.id)
+
+
+def test_the_demo_week_has_searches_for_the_query_report(week):
+    from vismerch.service import query_rules
+
+    ws, written = week
+    assert written["searches"] > 400  # 500 searches and their clicks
+    report = query_rules.report(ws, min_searches=3)
+    assert report.searches == 500
+    zero = {r.query for r in report.zero_results}
+    assert zero and zero <= {"gilet", "swimsuit", "wedding dress", "umbrella", "kids shoes", "raincoat"}
+    assert report.low_clicks and all(r.click_rate <= 0.1 for r in report.low_clicks)

@@ -115,15 +115,18 @@ def is_published(con: Any, name: str) -> bool:
 
 
 def delete(store: Store, name: str, *, unpublish: bool = False) -> tuple[int, int]:
-    """Delete a collection, its members, the rules scoped to it, its versions, their
-    publication history and its storefront grid, all in one transaction, so a collection
-    made again under the same name starts empty and never serves the old grid. A published
-    one is refused (Conflict) unless ``unpublish``. Returns (rules, versions) removed."""
+    """Delete a collection, its members, the rules scoped to it (and the query rules that
+    redirect to it), its versions, their publication history and its storefront grid, all in
+    one transaction, so a collection made again under the same name starts empty and never
+    serves the old grid. A published one is refused (Conflict) unless ``unpublish``. Returns
+    (rules, versions) removed."""
     with store.transaction() as con:
         if not unpublish and is_published(con, name):
             raise Conflict(f"{name!r} is published: deleting it takes its storefront grid down",
                            hint="a publisher or admin key may delete it (grid, versions and all)")
         n_rules = con.execute("DELETE FROM rules WHERE scope = ?", (name,)).rowcount
+        n_rules += con.execute("DELETE FROM query_rules WHERE kind = 'redirect' AND collection = ?",
+                               (name,)).rowcount  # a redirect to a page that is gone
         con.execute("DELETE FROM published_grids WHERE collection = ?", (name,))
         con.execute("DELETE FROM arrangement_publications WHERE collection = ?", (name,))
         n_versions = con.execute("DELETE FROM arrangement_versions WHERE collection = ?", (name,)).rowcount

@@ -275,6 +275,31 @@ MIGRATIONS: list[str] = [
     );
     CREATE UNIQUE INDEX experiments_one_running ON experiments(collection) WHERE status = 'running';
     """,
+    # 11 (branch i28-query): search-query merchandising (merch/queryrules.py): rules for a
+    #     query or query pattern, and synonyms; patterns and terms are stored normalised
+    """
+    CREATE TABLE query_rules (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,                -- pin | hide | boost | bury | redirect
+        query TEXT NOT NULL,               -- the pattern, normalised
+        match TEXT NOT NULL,               -- exact | prefix | contains | glob
+        products TEXT NOT NULL DEFAULT '[]',  -- JSON list of product ids
+        position INTEGER, factor REAL,
+        collection TEXT,                   -- redirect target
+        enabled INTEGER NOT NULL DEFAULT 1,
+        note TEXT, starts_at TEXT, ends_at TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE synonyms (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,                -- equivalent | one-way
+        term TEXT,                         -- one-way: the term that expands
+        synonyms TEXT NOT NULL,            -- JSON list of terms, normalised
+        enabled INTEGER NOT NULL DEFAULT 1,
+        note TEXT,
+        created_at TEXT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

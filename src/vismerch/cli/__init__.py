@@ -58,6 +58,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "vismerch.cli.keys",
     "vismerch.cli.events",
     "vismerch.cli.experiments",
+    "vismerch.cli.queries",
 )
 
 

@@ -89,6 +89,7 @@ class EventLog:
             con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a commit survives a process kill
             con.executescript(_SCHEMA)
+            _add_new_columns(con)
             self._local.db = con
         return con
 
@@ -265,6 +266,14 @@ class EventLog:
         (inbox,) = con.execute("SELECT COUNT(*) FROM inbox").fetchone()
         (files, stored) = con.execute("SELECT COUNT(*), COALESCE(SUM(n), 0) FROM segments").fetchone()
         return {"events": int(seen), "inbox": int(inbox), "segments": int(files), "in_segments": int(stored)}
+
+
+def _add_new_columns(con: sqlite3.Connection) -> None:
+    """An inbox made before a column joined LOG_SCHEMA gets it (null in its old rows)."""
+    have = {row[1] for row in con.execute("PRAGMA table_info(inbox)")}
+    for name in COLUMNS:
+        if name not in have:
+            con.execute(f'ALTER TABLE inbox ADD COLUMN "{name}"')
 
 
 class _Pending:

@@ -27,6 +27,7 @@ LOG_SCHEMA = pa.schema([
     ("position", pa.int32()), ("columns", pa.int16()), ("product_id", pa.string()),
     ("quantity", pa.int32()), ("revenue", pa.float64()), ("currency", pa.string()),
     ("experiment", pa.string()), ("variant", pa.string()), ("source", pa.string()),
+    ("query", pa.string()), ("results", pa.int32()),  # search events, and clicks on their results
 ])
 COLUMNS = tuple(LOG_SCHEMA.names)
 MAX_ID = 128
@@ -35,6 +36,7 @@ MAX_POSITION = 100_000
 MAX_COLUMNS = 12
 MAX_QUANTITY = 10_000
 MAX_REVENUE = 1e9
+MAX_RESULTS = 1_000_000
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
 
@@ -57,6 +59,8 @@ class EventKind:
     help: ClassVar[str]
     needs_quantity: ClassVar[bool] = False
     needs_revenue: ClassVar[bool] = False
+    needs_product: ClassVar[bool] = True
+    is_search: ClassVar[bool] = False  # needs the query and its result count; no product
 
 
 def event_kind(cls: type[EventKind]) -> type[EventKind]:
@@ -71,7 +75,7 @@ class Impression(EventKind):
 
 @event_kind
 class Click(EventKind):
-    name, help = "click", "the visitor opened the product from the grid"
+    name, help = "click", "the visitor opened the product from the grid (or, with query, from search results)"
 
 
 @event_kind
@@ -84,6 +88,12 @@ class AddToCart(EventKind):
 class Purchase(EventKind):
     name, help = "purchase", "the visitor bought the product (quantity, revenue and currency required)"
     needs_quantity = needs_revenue = True
+
+
+@event_kind
+class Search(EventKind):
+    name, help = "search", "the visitor searched (query and results, the number of results, required)"
+    needs_product, is_search = False, True
 
 
 def kind_names() -> list[str]:
@@ -152,6 +162,18 @@ def _experiment(raw: dict) -> str | None:
     return _text(raw, "experiment", required=False, limit=32)
 
 
+def _search(raw: dict, kind: type[EventKind]) -> tuple[str | None, int | None]:
+    """The query (normalised as query rules compare it) and, for a search, its result count."""
+    from vismerch.merch.queryrules import normalise
+
+    text = _text(raw, "query", required=kind.is_search)
+    query = normalise(text) if text is not None else None
+    if text is not None and not query:
+        raise _Bad("query", "out-of-range", "query must have a character other than spaces")
+    results = _int(raw, "results", 0, MAX_RESULTS, required=kind.is_search)
+    return query, results if kind.is_search else None
+
+
 def _money(raw: dict, kind: type[EventKind]) -> tuple[int | None, float | None, str | None]:
     quantity = _int(raw, "quantity", 1, MAX_QUANTITY)
     if kind.needs_quantity and quantity is None:
@@ -183,9 +205,10 @@ def check(raw: Any, *, now: datetime, future_slack_s: float, known_product: Any)
         kind = EVENT_KINDS.get(kind_name)
     except Exception:
         raise _Bad("type", "unknown-type", f"type must be one of: {', '.join(kind_names())}") from None
-    product_id = _text(raw, "product_id", required=True, limit=1000)
-    if not known_product(product_id):
+    product_id = _text(raw, "product_id", required=kind.needs_product, limit=1000)
+    if product_id is not None and not known_product(product_id):
         raise _Bad("product_id", "unknown-product", f"no product {product_id!r} in this store")
+    query, results = _search(raw, kind)
     quantity, revenue, currency = _money(raw, kind)
     return {
         "event_id": event_id, "type": kind.name,
@@ -198,6 +221,7 @@ def check(raw: Any, *, now: datetime, future_slack_s: float, known_product: Any)
         "product_id": product_id, "quantity": quantity, "revenue": revenue, "currency": currency,
         "experiment": _experiment(raw),
         "variant": _text(raw, "variant", required=False),
+        "query": query, "results": results,
     }
 
 

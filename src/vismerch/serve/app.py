@@ -28,7 +28,7 @@ from vismerch.serve.routes import shop, ui
 
 API_PREFIX = "/api/v1"
 ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin",
-                 "versions", "collections", "rules", "jobs", "plan", "events", "experiments")
+                 "versions", "collections", "rules", "query_rules", "jobs", "plan", "events", "experiments")
 
 
 def needed_role(route: APIRoute) -> str | None:

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from vismerch.service.models_queries import Merchandising
+
 
 class Hit(BaseModel):
     id: str
@@ -143,3 +145,5 @@ class SearchResult(BaseModel):
     query: str | None = None
     colour: str | None = None
     hits: list[Hit]
+    redirect: str | None = Field(None, description="A query rule sends this query to this collection")
+    merchandising: Merchandising | None = Field(None, description="What query rules and synonyms did")

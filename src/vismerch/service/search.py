@@ -51,9 +51,12 @@ def colour(ws: Workspace, colour: str, *, k: int = 12, category: str | None = No
 
 
 def text(ws: Workspace, query: str | None = None, *, colour: str | None = None,
-         category: str | None = None, k: int = 12) -> SearchResult:
+         category: str | None = None, k: int = 12, merchandise: bool = True,
+         at: str | None = None) -> SearchResult:
     """Text search (neural image vectors and product titles, fused), constrained to a
-    colour when one is given (hybrid); a colour alone is a colour search."""
+    colour when one is given (hybrid); a colour alone is a colour search. With
+    ``merchandise`` the store's synonyms and query rules (in force at ``at``, default now)
+    apply (``service.query_rules``)."""
     from vismerch.merch.semantic import semantic_search
 
     check_k(k)
@@ -69,9 +72,18 @@ def text(ws: Workspace, query: str | None = None, *, colour: str | None = None,
             parse_colour(colour)
         except UsageError as exc:
             raise InvalidInput("colour", exc.message, hint=exc.hint) from None
-    hits = semantic_search(ws.store, query, colour=colour, category=category, k=k,
-                           settings=ws.settings, device=ws.settings.device, cache=ws)
-    return SearchResult(mode="hybrid" if colour else "text", query=query, colour=colour, hits=_hits(hits))
+    def run(text: str, depth: int) -> list[tuple[str, float]]:
+        return semantic_search(ws.store, text, colour=colour, category=category, k=depth,
+                               settings=ws.settings, device=ws.settings.device, cache=ws)
+
+    mode = "hybrid" if colour else "text"
+    if not merchandise:
+        return SearchResult(mode=mode, query=query, colour=colour, hits=_hits(run(query, k)))
+    from vismerch.service.query_rules import merchandised
+
+    hits, redirect, info = merchandised(ws, query, run, k, at=at)
+    return SearchResult(mode=mode, query=query, colour=colour, hits=_hits(hits), redirect=redirect,
+                        merchandising=info)
 
 
 def similar(ws: Workspace, product_id: str, *, k: int = 12, same_category: bool = False,

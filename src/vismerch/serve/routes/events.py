@@ -27,19 +27,21 @@ class EventIn(BaseModel):
     """One shopper event (documentation of the body: it is checked event by event)."""
 
     event_id: str = Field(max_length=128, description="Unique per event: a retry with it counts once")
-    type: str = Field(description="impression | click | add_to_cart | purchase")
+    type: str = Field(description="impression | click | add_to_cart | purchase | search")
     ts: str | int = Field(description="RFC 3339 time (UTC unless an offset is given) or epoch milliseconds")
     visitor: str = Field(max_length=200, description="Opaque visitor id; stored hashed with the store's salt")
     collection: str | None = Field(None, max_length=200)
     version_id: int | None = Field(None, description="The storefront response's version_id")
     position: int | None = Field(None, ge=1, description="1-based position in the grid")
     columns: int | None = Field(None, ge=1, le=12, description="Grid width the visitor saw")
-    product_id: str
+    product_id: str | None = Field(None, description="Required but for search")
     quantity: int | None = Field(None, ge=1, description="add_to_cart, purchase (default 1)")
     revenue: float | None = Field(None, ge=0, description="purchase: required")
     currency: str | None = Field(None, description="purchase: ISO 4217, required")
     experiment: int | str | None = Field(None, description="The storefront answer's experiment id")
     variant: str | None = None
+    query: str | None = Field(None, max_length=200, description="search (required); click on a search result")
+    results: int | None = Field(None, ge=0, description="search (required): how many results it showed")
 
 
 class EventBatch(BaseModel):

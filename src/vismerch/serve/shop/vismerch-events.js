@@ -1,4 +1,4 @@
-// vismerch-events.js: send shopper events (impression, click, add_to_cart, purchase) from a
+// vismerch-events.js: send shopper events (impression, click, add_to_cart, purchase, search) from a
 // storefront page to vismerch's POST /api/v1/events. Dependency-free ES module; see
 // docs/storefront-events.md.
 //
@@ -9,6 +9,8 @@
 //   tracker.click(slot);                       // the shopper opened the product
 //   tracker.addToCart({ ...slot, quantity: 1 });
 //   tracker.purchase({ ...slot, quantity: 1, revenue: 49.9, currency: "EUR" });
+//   tracker.search("red dress", hits.length);   // a search the shop answered (0: nothing found)
+//   tracker.click({ product_id, position, query: "red dress" }); // a click on a search result
 //
 // Delivery is at least once and counted exactly once: every event gets its event_id
 // (crypto.randomUUID) when it is made, and a retry re-sends the same ids, which the server
@@ -173,6 +175,7 @@ export function createTracker(options = {}) {
     click: (slot) => track("click", slot),
     addToCart: (slot) => track("add_to_cart", { quantity: 1, ...slot }),
     purchase: (slot) => track("purchase", { quantity: 1, ...slot }),
+    search: (query, results, extra = {}) => track("search", { ...extra, query, results }),
     flush,
     pending: () => queue.length,
   };

@@ -12,6 +12,7 @@ import * as experiment from "./experiment.js";
 import * as review from "./review.js";
 import * as ingest from "./ingest.js";
 import * as plan from "./plan.js";
+import * as queries from "./queries.js";
 
 const ROLES = ["viewer", "merchandiser", "publisher", "admin"];
 const PAGES = [
@@ -19,6 +20,7 @@ const PAGES = [
   { path: "collections", label: "Collections", module: collections, role: "viewer" },
   { path: "review", label: "Review", module: review, role: "viewer" },
   { path: "experiments", label: "Experiments", module: experiments, role: "viewer" },
+  { path: "queries", label: "Search", module: queries, role: "viewer" },
   { path: "ingest", label: "Ingest", module: ingest, role: "admin" },
   { path: "plan", label: "Plan", module: plan, role: "viewer" },
 ];
