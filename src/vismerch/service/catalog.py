@@ -60,9 +60,18 @@ def list_products(ws: Workspace, *, cursor: str | None = None, limit: int = DEFA
 
 def facets(ws: Workspace, **filters) -> Facets:
     """Counts by category, dominant colour, flag and stock state under the same filters."""
+    from vismerch.features.colournames import load_colour_table
+
     flt = product_filter(ws, **filters)
     raw = browse.facets(ws.store, flt)
-    return Facets(**{k: [FacetCount(value=v, count=n) for v, n in rows] for k, rows in raw.items()},
+    table = load_colour_table()
+
+    def swatch(name: str) -> str | None:
+        at = table.index(name)
+        return None if at is None else table.hexes[at]
+
+    return Facets(**{k: [FacetCount(value=v, count=n, hex=swatch(v) if k == "colour" else None)
+                         for v, n in rows] for k, rows in raw.items()},
                   total=browse.count(ws.store, flt))
 
 

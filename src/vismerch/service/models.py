@@ -48,6 +48,7 @@ class ProductPage(BaseModel):
 class FacetCount(BaseModel):
     value: str
     count: int
+    hex: str | None = None  # a colour value's swatch (#rrggbb from the colour table); null elsewhere
 
 
 class Facets(BaseModel):

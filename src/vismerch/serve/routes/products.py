@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
-from vismerch.serve.auth import require
+from vismerch.serve.auth import THUMBNAIL_BUDGET, require
 from vismerch.serve.routes.common import Paging, page_limit, workspace
 from vismerch.service import catalog, search
 from vismerch.service.models import ErrorRow, Facets, ProductDetail, ProductPage, SearchResult
@@ -58,8 +58,9 @@ def similar(request: Request, product_id: ProductId, k: Annotated[int, Query(ge=
             summary="The product's thumbnail image (any key, storefront included)",
             responses={200: {"content": {"image/webp": {}, "image/jpeg": {}},
                              "description": "The thumbnail"}})
-def thumbnail(request: Request, product_id: ProductId, _: object = Depends(require("storefront"))
-              ) -> Response:
+def thumbnail(request: Request, product_id: ProductId,
+              _: object = Depends(require("storefront", THUMBNAIL_BUDGET))) -> Response:
+    # a budget of their own: a scrolled grid fetches hundreds, which must not use up the API's
     thumb = catalog.thumbnail(workspace(request), product_id)
     return Response(thumb.data, media_type=thumb.media_type,
                     headers={"Cache-Control": "private, max-age=86400"})  # behind a key: no shared cache
