@@ -76,6 +76,7 @@ def test_drag_to_position_1_pins_and_the_storefront_follows_publish_and_rollback
     page.wait_for_selector("#versions-list tr[data-version='first']")
     before = _storefront(server, keys, collection)
     page.click("#versions-list tr[data-version='first'] .publish-btn")
+    page.click("#confirm-ok")  # publishing asks first
     page.wait_for_selector("#published-now:text('Published: first')")
     status, headers, grid = _storefront(server, keys, collection)
     assert status == 200 and grid["version"] == "first" and grid["items"][0]["id"] == moved
@@ -98,18 +99,21 @@ def test_drag_to_position_1_pins_and_the_storefront_follows_publish_and_rollback
                        {"version": "first"}, headers={"If-Match": list_headers["etag"]})
     assert status == 200
     page.click("#versions-list tr[data-version='second'] .publish-btn")
+    page.click("#confirm-ok")
     page.wait_for_selector("#conflict:visible")
     assert "Nothing was lost" in page.inner_text("#conflict")
     assert page.locator("#versions-list tr[data-version='second']").count() == 1
     assert _storefront(server, keys, collection)[2]["version"] == "first"
     # after reading the conflict, publishing again goes through
     page.click("#versions-list tr[data-version='second'] .publish-btn")
+    page.click("#confirm-ok")
     page.wait_for_selector("#published-now:text('Published: second')")
     status, _, grid = _storefront(server, keys, collection)
     assert grid["version"] == "second" and grid["items"][0]["id"] == second
 
     # roll back: the storefront shows the first version again
     page.click("#rollback")
+    page.click("#confirm-ok")
     page.wait_for_selector("#published-now:text('Published: first')")
     status, _, grid = _storefront(server, keys, collection)
     assert status == 200 and grid["version"] == "first" and grid["items"][0]["id"] == moved

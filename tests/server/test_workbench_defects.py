@@ -166,3 +166,16 @@ def test_change_history_tells_who_did_what_in_words(served):
                         params={"limit": 1, "collection": "told", "before": first["next_before"]}).json()
     assert [c["text"] for c in first["items"] + second["items"]] == texts[:2]
     assert client.get(f"{API_PREFIX}/history?before=0", headers=auth(keys["viewer"])).status_code == 422
+
+
+def test_titles_name_the_products_a_page_shows_by_id(served):
+    client, ws, keys = served
+    a, b = _ids(ws)[:2]
+    r = client.get(f"{API_PREFIX}/products/titles", headers=auth(keys["viewer"]),
+                   params={"ids": [a, b, "no-such-product"]})
+    assert r.status_code == 200, r.text
+    titles = r.json()["titles"]
+    want = dict(ws.store.db.execute("SELECT id, title FROM products WHERE id IN (?, ?)", (a, b)).fetchall())
+    assert titles == want
+    r = client.get(f"{API_PREFIX}/products/titles", headers=auth(keys["viewer"]))
+    assert r.status_code == 422 and r.json()["error"]["field"] == "ids"

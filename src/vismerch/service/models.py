@@ -51,6 +51,10 @@ class FacetCount(BaseModel):
     hex: str | None = None  # a colour value's swatch (#rrggbb from the colour table); null elsewhere
 
 
+class Titles(BaseModel):
+    titles: dict[str, str | None] = Field(description="Product id -> title; unknown ids absent")
+
+
 class Facets(BaseModel):
     category: list[FacetCount]
     colour: list[FacetCount]

@@ -11,7 +11,7 @@ from fastapi.responses import Response
 from vismerch.serve.auth import THUMBNAIL_BUDGET, require
 from vismerch.serve.routes.common import Paging, page_limit, workspace
 from vismerch.service import catalog, search
-from vismerch.service.models import ErrorRow, Facets, ProductDetail, ProductPage, SearchResult
+from vismerch.service.models import ErrorRow, Facets, ProductDetail, ProductPage, SearchResult, Titles
 from vismerch.service.paging import Page
 
 router = APIRouter(tags=["products"])
@@ -43,6 +43,14 @@ def list_products(request: Request, filters: dict = Depends(_filters),
 @router.get("/products/facets", response_model=Facets, summary="Counts by category, colour, flag, stock")
 def facets(request: Request, filters: dict = Depends(_filters), _: object = viewer) -> Facets:
     return catalog.facets(workspace(request), **filters)
+
+
+@router.get("/products/titles", response_model=Titles,
+            summary="Titles of the products named (for pages that show ids: thumbnails' alt text)")
+def titles(request: Request,
+           ids: Annotated[list[str], Query(min_length=1, max_length=200, description="Product ids (repeat)")],
+           _: object = viewer) -> Titles:
+    return catalog.titles(workspace(request), ids)
 
 
 # Product ids come from the retailer's catalog and may hold "/" (``SKU/123``): the id is a

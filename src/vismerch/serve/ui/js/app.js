@@ -12,6 +12,7 @@ import * as experiment from "./experiment.js";
 import * as review from "./review.js";
 import * as ingest from "./ingest.js";
 import * as plan from "./plan.js";
+import * as history from "./history.js";
 
 const ROLES = ["viewer", "merchandiser", "publisher", "admin"];
 const PAGES = [
@@ -21,6 +22,7 @@ const PAGES = [
   { path: "experiments", label: "Experiments", module: experiments, role: "viewer" },
   { path: "ingest", label: "Ingest", module: ingest, role: "admin" },
   { path: "plan", label: "Plan", module: plan, role: "viewer" },
+  { path: "history", label: "History", module: history, role: "viewer" },
 ];
 
 const main = document.getElementById("main");
