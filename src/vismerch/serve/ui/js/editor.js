@@ -502,6 +502,6 @@ export async function render(main, ctx, [id]) {
 
   tabs.versions.append(versionsPanel(ctx, id, { current: () => st, onChange: () => { reload(); if (!storefront.hidden) drawStorefront(); } }));
   await reload();
-  if (st.slots.length) why(st.slots[0]);
+  if (st.slots.length && !st.whyId) why(st.slots[0]); // unless a card was clicked meanwhile
   return () => observer.disconnect();
 }

@@ -5,7 +5,7 @@
 // two versions did with shoppers (the analytics' by-version funnel, all time).
 
 import { call, enc, titlesOf } from "./api.js";
-import { clear, confirmDialog, fmt, h, thumb } from "./dom.js";
+import { append, clear, confirmDialog, fmt, h, thumb } from "./dom.js";
 import { analytics, funnelTable } from "./metrics.js";
 
 const idOf = (x) => (typeof x === "string" ? x : x.id);
@@ -96,12 +96,12 @@ export function versionsPanel(ctx, collection, { current, onChange }) {
       h("h4", {}, `${title} (${items.length})`),
       h("div", { class: "strip" }, items.slice(0, 60).map((x) => h("figure", { class: "mini", dataset: { id: idOf(x) } },
         thumb(idOf(x), names.get(idOf(x))), h("figcaption", { title: names.get(idOf(x)) }, label(x))))));
-    clear(diffBox).append(h("h3", {}, `${published.name} → ${name}`),
+    append(clear(diffBox), [h("h3", {}, `${published.name} → ${name}`),
       // moves are a minimal edit: the products whose order among the others changed
       group("Moved", "moved", d.moved || [], (m) => `${m.from} → ${m.to}`),
       d.shifted ? h("p", { class: "muted", id: "diff-shifted" }, `${d.shifted} other products keep their order but sit at another position.`) : null,
       group("In", "in", d.added || [], (x) => (x.position ? `at ${x.position}` : "new")),
-      group("Out", "out", d.removed || [], () => "leaves"));
+      group("Out", "out", d.removed || [], () => "leaves")]);
     diffBox.append(await performance([published, versions.find((v) => v.name === name)].filter(Boolean)));
   }
 
