@@ -502,6 +502,8 @@ export async function render(main, ctx, [id]) {
 
   tabs.versions.append(versionsPanel(ctx, id, { current: () => st, onChange: () => { reload(); if (!storefront.hidden) drawStorefront(); } }));
   await reload();
-  if (st.slots.length && !st.whyId) why(st.slots[0]); // unless a card was clicked meanwhile
+  // the panel starts on the first product, unless a card was clicked meanwhile; the tab shown
+  // is left as it is (the user may have opened Rules or Versions while the page loaded)
+  if (st.slots.length && !st.whyId) why(st.slots[0], false);
   return () => observer.disconnect();
 }
