@@ -166,6 +166,13 @@ def test_change_history_tells_who_did_what_in_words(served):
                         params={"limit": 1, "collection": "told", "before": first["next_before"]}).json()
     assert [c["text"] for c in first["items"] + second["items"]] == texts[:2]
     assert client.get(f"{API_PREFIX}/history?before=0", headers=auth(keys["viewer"])).status_code == 422
+    # a write of a route added later is told plainly, not dropped
+    merch_id = text.split("_")[1]
+    access.record(ws.store, merch_id, f"POST {API_PREFIX}/query-rules", role="merchandiser", status=201,
+                  detail={"body": {"collection": "told", "query": "red dress"}})
+    newest = client.get(f"{API_PREFIX}/history?limit=1", headers=auth(keys["viewer"])).json()["items"][0]
+    assert newest["text"] == f"Made a change at {API_PREFIX}/query-rules" and newest["collection"] == "told"
+    assert newest["kind"] == "other" and newest["who"] == f"Dana ({merch_id})"
 
 
 def test_titles_name_the_products_a_page_shows_by_id(served):

@@ -29,7 +29,8 @@ class Change(BaseModel):
     who: str = Field(description="The key's name and id")
     key_id: str
     role: str | None
-    kind: str = Field(description="rule, version, publish, collection, review, queue, experiment, job, key")
+    kind: str = Field(description="rule, version, publish, collection, review, queue, experiment, job, key "
+                                  "or other (a write without its own wording)")
     collection: str | None
     text: str = Field(description="What was done, in words")
 
@@ -233,10 +234,24 @@ class RevokeKey(Describer):
         return f"Revoked key {path['k']}", None
 
 
+class AnyOtherWrite(Describer):
+    """A write no describer above knows (a route added later): told plainly, never dropped.
+    Registered last, so every specific describer is tried first."""
+
+    method, pattern, kind = "*", r"(?P<path>/.*)", "other"
+    VERBS: ClassVar[dict[str, str]] = {"POST": "Made a change at", "PUT": "Replaced", "PATCH": "Changed",
+                                       "DELETE": "Deleted"}
+
+    def describe(self, path, body):
+        inside = re.match(r"/collections/([^/]+)", path["path"])
+        coll = body.get("collection") or (inside.group(1) if inside else None)
+        return f"{self.VERBS.get(path['_method'], path['_method'])} {API}{path['path']}", coll
+
+
 def _match(method: str, path: str) -> tuple[type[Describer], dict[str, str]] | None:
     for cls in Describer.registry:
-        if cls.method == method and (m := cls.regex.match(path)):
-            return cls, {k: v for k, v in m.groupdict().items()}
+        if cls.method in (method, "*") and (m := cls.regex.match(path)):
+            return cls, {**m.groupdict(), "_method": method}
     return None
 
 
@@ -246,7 +261,7 @@ def _parsed(row: dict[str, Any]) -> tuple[type[Describer], dict[str, str], dict[
         return None  # the web app's sign-in and other non-API writes
     found = _match(method, path[len(API):])
     if found is None:
-        return None  # a write this history does not tell (a preview, a search, an event)
+        return None
     body = (row.get("detail") or {}).get("body")
     return found[0], found[1], body if isinstance(body, dict) else {}
 
@@ -278,7 +293,7 @@ def history(ws: Workspace, *, collection: str | None = None, before: int | None 
             cursor = row["id"]
             if p is None or (p[0].admin_only and not admin):
                 continue
-            text, coll = p[0](names).describe({k: unquote(v) for k, v in p[1].items()}, p[2])
+            text, coll = p[0](names).describe({k: unquote(v or "") for k, v in p[1].items()}, p[2])
             if collection is not None and coll != collection:
                 continue
             name = keys.get(row["actor"])
