@@ -111,20 +111,26 @@ def _longest_kept_run(common: list[str], pos_a: dict[str, int], pos_b: dict[str,
     Fenwick tree of prefix maxima over b's positions."""
     n = len(common)
     size = max(pos_b.values(), default=0)
-    tree = [(0, -1)] * (size + 1)  # (score, index into common) best ending at b-position <= i
+    # tree[i]: the best run ending at a b-position <= i, packed in one int (score * base + k + 1)
+    # so comparing two is one integer comparison
+    base = n + 1
+    tree = [0] * (size + 1)
     best_at, back = [0] * n, [-1] * n
     for k, pid in enumerate(common):
-        at, best = pos_b[pid], (0, -1)
+        at, best = pos_b[pid], 0
         i = at - 1
         while i > 0:
-            best = max(best, tree[i])
+            if tree[i] > best:
+                best = tree[i]
             i -= i & -i
         # a run's length dominates; a product in place adds a tie-breaking fraction
-        best_at[k] = best[0] + (n + 1) + (1 if pos_a[pid] == at else 0)
-        back[k] = best[1]
+        best_at[k] = best // base + base + (1 if pos_a[pid] == at else 0)
+        back[k] = best % base - 1
+        packed = best_at[k] * base + k + 1
         i = at
         while i <= size:
-            tree[i] = max(tree[i], (best_at[k], k))
+            if packed > tree[i]:
+                tree[i] = packed
             i += i & -i
     end = max(range(n), key=best_at.__getitem__, default=-1)
     stay: set[str] = set()
