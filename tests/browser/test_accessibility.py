@@ -22,7 +22,8 @@ SETTLED = ("() => window.__inflight === 0 && !document.querySelector('#main > p.
 
 @pytest.fixture(scope="module")
 def published(store, server):
-    """A collection of its own, published (the shop reads it)."""
+    """A collection of its own, published (the shop reads it), with a running experiment
+    (so the experiment's own page is among those found)."""
     _, keys, rows = store
     ids = [r["id"] for r in rows[1:13]]
     where = "id in [" + ", ".join(f'"{i}"' for i in ids) + "]"
@@ -35,6 +36,13 @@ def published(store, server):
     status, _, _ = api(server, "POST", "/collections/a11y-shop/publish", keys["publisher"], {"version": "v1"},
                        headers={"If-Match": headers["etag"]})
     assert status == 200
+    status, _, v2 = api(server, "POST", "/collections/a11y-shop/versions", merch, {"name": "v2"})
+    status, _, _ = api(server, "PUT", "/collections/a11y-shop/versions/v2", merch, {"ids": v2["ids"][::-1]},
+                       headers={"If-Match": v2["etag"]})
+    assert status == 200
+    status, _, body = api(server, "POST", "/experiments", merch, {"collection": "a11y-shop",
+                                                                  "variants": ["v1", "v2"], "name": "a11y"})
+    assert status == 201, body
     return "a11y-shop"
 
 
@@ -98,6 +106,7 @@ def test_every_workbench_page_has_no_serious_accessibility_violation(page, store
     kinds = {_shape(r)[0] for r in checked}
     # the navigation's pages and the pages they link to (editors, analytics, review tabs)
     assert {"catalog", "collections", "review", "experiments", "plan", "history"} <= kinds, checked
+    assert any(r.startswith("#/experiments/") for r in checked), checked  # an experiment's own page
     assert any(r.startswith(f"#/collections/{published}") or r.count("/") >= 2 for r in checked), checked
     assert page.console_errors == []
 
