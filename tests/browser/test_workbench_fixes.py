@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from tests.browser.conftest import api, sign_in
+from tests.browser.conftest import api, sign_in, snap
 
 pytestmark = pytest.mark.browser
 
@@ -210,3 +210,4 @@ def test_the_history_page_tells_who_changed_what(page, store, server, fixes):
     assert any(t.startswith("Published live-2 of fixes") for t in texts), texts
     who = page.locator("#history tbody tr").first.locator("td").nth(1).inner_text()
     assert who.startswith("browser ")  # the key's name, not only its id
+    snap(page, "history")

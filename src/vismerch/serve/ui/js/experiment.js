@@ -152,7 +152,7 @@ function actions(r, ctx, reload) {
         + "nothing is published. A stopped experiment cannot be restarted.", "Stop experiment")) return;
       try {
         await post(`/experiments/${x.id}/stop`, {});
-        ctx.toast(`Experiment ${x.id} stopped`);
+        ctx.toast(`Experiment ${x.name || x.id} stopped`);
       } catch (e) { ctx.fail(e); }
       reload();
     } } }, "Stop"));
