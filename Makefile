@@ -7,7 +7,12 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean chromium
+# axe-core, the accessibility checker the browser tests inject into each page (never served
+# by the app): npm installs this pinned version into an ignored folder for `make test` only
+AXE_VERSION := 4.11.0
+AXE_JS := .tools/axe-$(AXE_VERSION)/node_modules/axe-core/axe.min.js
+
+.PHONY: demo test lint bench clean chromium axe
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,12 +26,19 @@ chromium:
 	@test -x /usr/bin/chromium || { test "$$(id -u)" = 0 && apt-get update -q && apt-get install -y -q chromium; } \
 		|| echo "warning: no /usr/bin/chromium (install it as root: apt-get install chromium); browser tests will skip"
 
+axe: $(AXE_JS)
+
+$(AXE_JS):
+	@command -v npm >/dev/null && npm install --silent --no-save --no-audit --no-fund --no-package-lock \
+		--prefix .tools/axe-$(AXE_VERSION) axe-core@$(AXE_VERSION) \
+		|| echo "warning: no axe-core (install Node.js and npm, then make axe); the accessibility tests will skip"
+
 demo: $(STAMP)
 	$(BIN)/vismerch demo --out demo-output
 
-test: $(STAMP) chromium
+test: $(STAMP) chromium axe
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/python -m pytest -q
+	VISMERCH_AXE=$(AXE_JS) $(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
@@ -35,4 +47,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ingest.py
 
 clean:
-	rm -rf $(VENV) demo-output .pytest_cache
+	rm -rf $(VENV) demo-output .pytest_cache .tools

@@ -116,6 +116,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("events_compact_rows", int, 50_000, "Events: accepted events wait in the log's SQLite inbox until this many, then move into a day's Parquet file in one transaction."),
     Setting("serve_rate_limit", float, 50.0, "API: requests per second each key may make on average (token bucket; over it: 429 with Retry-After); 0 turns the limit off."),
     Setting("serve_rate_burst", int, 200, "API: requests a key may make at once before serve_rate_limit applies."),
+    Setting("serve_thumbnail_rate_limit", float, 1000.0, "API: thumbnail requests per second each key may make, a budget of their own (a scrolled grid fetches hundreds, which must not use up serve_rate_limit); 0 turns this limit off."),
+    Setting("serve_thumbnail_rate_burst", int, 2000, "API: thumbnail requests a key may make at once before serve_thumbnail_rate_limit applies."),
     Setting("serve_cors_origins", str, "", "API: comma-separated origins allowed by CORS (e.g. https://shop.example); empty = CORS off."),
     Setting("serve_page_limit", int, 200, "API: the most items one page of a list may hold (the limit parameter is capped here)."),
     Setting("serve_upload_max_bytes", int, 8_000_000, "API: largest image upload accepted by search-by-image (413 above)."),

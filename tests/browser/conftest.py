@@ -27,6 +27,9 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--disable-sync"]
 FAILURES = Path("browser-failures")
+# axe-core (npm), injected by the tests only; `make axe` (a prerequisite of `make test`) puts it here
+AXE_GLOB = ".tools/axe-*/node_modules/axe-core/axe.min.js"
+AXE_IMPACTS = ("serious", "critical")  # what fails a page
 
 
 
@@ -180,3 +183,42 @@ def api(server: str, method: str, path: str, key: str, body: dict | None = None,
     except urllib.error.HTTPError as err:
         return err.code, dict(err.headers), json.loads(err.read() or b"null")
 
+
+
+def _axe_source() -> str | None:
+    named = os.environ.get("VISMERCH_AXE")
+    root = Path(__file__).resolve().parents[2]
+    found = [root / named] if named else sorted(root.glob(AXE_GLOB))
+    found = [p for p in found if p.is_file()]
+    return found[-1].read_text(encoding="utf-8") if found else None
+
+
+@pytest.fixture(scope="session")
+def axe_source() -> str:
+    """axe-core's script, or a skip saying how to get it (a failure where
+    VISMERCH_REQUIRE_AXE is set, as CI sets it)."""
+    source = _axe_source()
+    if source is None:
+        why = "no axe-core: `make axe` installs it with npm (.tools/), or set VISMERCH_AXE to axe.min.js"
+        if os.environ.get("VISMERCH_REQUIRE_AXE"):
+            pytest.fail(why)
+        pytest.skip(why)
+    return source
+
+
+def assert_accessible(page, axe_source: str, where: str = "") -> None:
+    """Run axe-core on the page as it is now; fail listing every serious or critical
+    violation (rule, impact, what to fix, the elements). The script is evaluated through the
+    DevTools protocol, so the app's CSP (script-src 'self') stays on and nothing is served."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        page.evaluate(axe_source)
+    result = page.evaluate("""async () => {
+        const r = await axe.run(document, { resultTypes: ["violations"] });
+        return r.violations.map(v => ({ id: v.id, impact: v.impact, help: v.help,
+          nodes: v.nodes.slice(0, 5).map(n => n.target.join(" ") + " :: "
+            + n.failureSummary.split("\\n").slice(0, 2).join(" ")) }));
+    }""")
+    bad = [v for v in result if v["impact"] in AXE_IMPACTS]
+    if bad:
+        lines = [f"{v['impact']} {v['id']}: {v['help']}\n    " + "\n    ".join(v["nodes"]) for v in bad]
+        raise AssertionError(f"accessibility violations on {where or page.url}:\n" + "\n".join(lines))

@@ -76,6 +76,7 @@ def test_drag_to_position_1_pins_and_the_storefront_follows_publish_and_rollback
     page.wait_for_selector("#versions-list tr[data-version='first']")
     before = _storefront(server, keys, collection)
     page.click("#versions-list tr[data-version='first'] .publish-btn")
+    page.click("#confirm-ok")  # publishing asks first
     page.wait_for_selector("#published-now:text('Published: first')")
     status, headers, grid = _storefront(server, keys, collection)
     assert status == 200 and grid["version"] == "first" and grid["items"][0]["id"] == moved
@@ -88,7 +89,9 @@ def test_drag_to_position_1_pins_and_the_storefront_follows_publish_and_rollback
     page.wait_for_function(FIRST_IS + "; }", arg=second)
     page.fill("#draft-name", "second")
     page.click("#save-draft button[type=submit]")
-    page.wait_for_selector(f"#diff .diff-group.moved figure[data-id='{second}']")
+    # one product changed places: a minimal edit, one move (not every shifted index)
+    page.wait_for_selector("#diff .diff-group.moved h4:text-is('Moved (1)')")
+    assert page.locator("#diff .diff-group.moved figure").count() == 1
     snap(page, "versions")
 
     # someone else publishes meanwhile: this page's publish is refused with a clear message
@@ -98,18 +101,21 @@ def test_drag_to_position_1_pins_and_the_storefront_follows_publish_and_rollback
                        {"version": "first"}, headers={"If-Match": list_headers["etag"]})
     assert status == 200
     page.click("#versions-list tr[data-version='second'] .publish-btn")
+    page.click("#confirm-ok")
     page.wait_for_selector("#conflict:visible")
     assert "Nothing was lost" in page.inner_text("#conflict")
     assert page.locator("#versions-list tr[data-version='second']").count() == 1
     assert _storefront(server, keys, collection)[2]["version"] == "first"
     # after reading the conflict, publishing again goes through
     page.click("#versions-list tr[data-version='second'] .publish-btn")
+    page.click("#confirm-ok")
     page.wait_for_selector("#published-now:text('Published: second')")
     status, _, grid = _storefront(server, keys, collection)
     assert grid["version"] == "second" and grid["items"][0]["id"] == second
 
     # roll back: the storefront shows the first version again
     page.click("#rollback")
+    page.click("#confirm-ok")
     page.wait_for_selector("#published-now:text('Published: first')")
     status, _, grid = _storefront(server, keys, collection)
     assert status == 200 and grid["version"] == "first" and grid["items"][0]["id"] == moved

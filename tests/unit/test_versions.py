@@ -244,7 +244,7 @@ def test_versions_cli(store, ws, tmp_path, capsys):
     S.save_order(ws, "dress", "two", one[::-1])
     capsys.readouterr()
     assert main(["versions", "diff", path, "dress", "one", "two", "--json"]) == 0
-    assert len(json.loads(capsys.readouterr().out)["moved"]) == 6
+    assert len(json.loads(capsys.readouterr().out)["moved"]) == 5  # reversed: all but one
     assert main(["versions", "publish", path, "dress", "two"]) == 0
     assert read_grid(store, "dress")["ids"] == one[::-1]
     assert main(["versions", "rollback", path, "dress"]) == 0
@@ -258,3 +258,26 @@ def test_versions_cli(store, ws, tmp_path, capsys):
     assert [(v["name"], v["published"]) for v in json.loads(capsys.readouterr().out)] == [
         ("one", True), ("two", False)]
     assert main(["versions", "show", path, "dress", "nope"]) == 2
+
+
+def test_diff_orders_counts_moves_as_a_minimal_edit():
+    import random
+
+    rng = random.Random(4)
+    for _ in range(200):
+        a = [f"p{i}" for i in range(rng.randint(0, 12))]
+        b = [x for x in a if rng.random() > 0.2] + [f"n{i}" for i in range(rng.randint(0, 2))]
+        rng.shuffle(b)
+        d = V.diff_orders(a, b)
+        common = [x for x in a if x in b]
+        ranks = [b.index(x) for x in common]
+        longest = [1] * len(ranks)  # O(n^2) longest increasing run, as a check
+        for i in range(len(ranks)):
+            for j in range(i):
+                if ranks[j] < ranks[i]:
+                    longest[i] = max(longest[i], longest[j] + 1)
+        assert len(d["moved"]) == len(common) - max(longest, default=0)
+        kept = [x for x in common if x not in {m["id"] for m in d["moved"]}]
+        assert [b.index(x) for x in kept] == sorted(b.index(x) for x in kept)  # the rest keep their order
+    one = V.diff_orders(list("abcdefgh"), list("habcdefg"))
+    assert [m["id"] for m in one["moved"]] == ["h"] and one["shifted"] == 7

@@ -170,6 +170,19 @@ def set_status(store: Any, row_id: int, status: int) -> None:
         con.execute("UPDATE audit_log SET status = ? WHERE id = ?", (int(status), int(row_id)))
 
 
+def audit_done_newest(store: Any, *, before: int | None, limit: int) -> list[dict[str, Any]]:
+    """Audit rows of writes that succeeded (2xx), newest first, with id < ``before``."""
+    rows = store.db.execute(
+        "SELECT * FROM audit_log WHERE id < ? AND status BETWEEN 200 AND 299 ORDER BY id DESC LIMIT ?",
+        (2**62 if before is None else int(before), int(limit))).fetchall()
+    return [{**dict(r), "detail": json.loads(r["detail"]) if r["detail"] else None} for r in rows]
+
+
+def key_names(store: Any) -> dict[str, str | None]:
+    """Key id -> the name it was made with (None when unnamed), revoked keys included."""
+    return {r[0]: r[1] for r in store.db.execute("SELECT id, name FROM api_keys")}
+
+
 def audit_entries(store: Any, *, after: int = 0, limit: int = 100,
                   actor: str | None = None) -> list[dict[str, Any]]:
     """Audit rows with id > ``after``, oldest first (``after`` is the paging cursor)."""

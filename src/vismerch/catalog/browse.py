@@ -113,16 +113,21 @@ def flag_names(store: Store, ids: list[str]) -> dict[str, list[str]]:
 def facets(store: Store, flt: ProductFilter) -> dict[str, list[tuple[str, int]]]:
     """Counts of the products matching ``flt`` by category, dominant colour (plus
     ``multicolour``, the products judged so, which also count under their dominant colour),
-    raised flag and stock state (``in``, ``out``, ``unknown``), largest first."""
+    raised flag and stock state (``in``, ``out``, ``unknown``), largest first. Each count is
+    what the same filter with that value would find."""
     where, args = flt.where()
     q = store.db.execute
     out: dict[str, list[tuple[str, int]]] = {}
+    # a product without a category is in no category's count (a blank value filters nothing)
     out["category"] = [(r[0], r[1]) for r in q(
-        f"SELECT COALESCE(p.category, ''), COUNT(*) n FROM products p WHERE {where} "
-        "GROUP BY 1 ORDER BY n DESC, 1", args)]
+        f"SELECT p.category, COUNT(*) n FROM products p WHERE {where} "
+        "AND TRIM(COALESCE(p.category, '')) != '' GROUP BY 1 ORDER BY n DESC, 1", args)]
+    # a colour counts the products its filter (``ProductFilter.colour``) finds: any colour
+    # covering at least colour_min_share, so a product may count under two colours
     out["colour"] = [(r[0], r[1]) for r in q(
-        "SELECT c.name, COUNT(*) n FROM products p JOIN colours c ON c.sha256 = p.sha256 AND c.rank = 0 "
-        f"WHERE {where} GROUP BY 1 ORDER BY n DESC, 1", args)]
+        "SELECT c.name, COUNT(DISTINCT p.id) n FROM products p JOIN colours c ON c.sha256 = p.sha256 "
+        f"AND c.weight >= ? WHERE {where} GROUP BY lower(c.name) ORDER BY n DESC, 1",
+        [flt.colour_min_share, *args])]
     multi = q("SELECT COUNT(*) FROM products p JOIN multicolour m ON m.sha256 = p.sha256 "
               f"WHERE {where}", args).fetchone()[0]
     if multi:
@@ -159,3 +164,12 @@ def product_colours(store: Store, product_id: str) -> list[dict[str, Any]]:
 def dup_group_of(store: Store, product_id: str) -> int | None:
     row = store.db.execute("SELECT group_id FROM dup_groups WHERE product_id = ?", (product_id,)).fetchone()
     return None if row is None else int(row[0])
+
+
+def titles(store: Store, ids: list[str]) -> dict[str, str | None]:
+    """Product id -> its title, for the ids given that exist."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = store.db.execute(f"SELECT id, title FROM products WHERE id IN ({marks})", ids)
+    return {r[0]: r[1] for r in rows}

@@ -32,7 +32,7 @@ class CollectionArrangement:
 
     collection: str
     arrangement: Arrangement
-    hidden: list[dict[str, Any]] = field(default_factory=list)  # {id, rules}
+    hidden: list[dict[str, Any]] = field(default_factory=list)  # {id, rules[, duplicate_of]}
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)  # substitutions, releases
     backend: str | None = None
@@ -172,7 +172,8 @@ def arrange_collection(
                             reverted=rules_mod.reverted_pins(store, name),
                             lineage=colls.ancestors(store, name), at=at)
 
-    visible = [i for i in range(len(products)) if i not in res.hidden]
+    copies = {} if duplicates == "off" else _kept_elsewhere(store, records, set(res.pins.values()))
+    visible = [i for i in range(len(products)) if i not in res.hidden and i not in copies]
     new_index = {old: new for new, old in enumerate(visible)}
     recs = [records[i] for i in visible]
     score_notes = {new_index[i]: [base.explain(i)] for i in visible}
@@ -199,6 +200,8 @@ def arrange_collection(
     if log and res.events:
         rules_mod.log_events(store, name, res.events)
     hidden = [{"id": records[i]["id"], "rules": ids} for i, ids in sorted(res.hidden.items())]
+    hidden += [{"id": records[i]["id"], "rules": [], "duplicate_of": keep}
+               for i, keep in sorted(copies.items()) if i not in res.hidden]
     return CollectionArrangement(
         collection=name, arrangement=result, hidden=hidden, conflicts=res.conflicts,
         events=res.events, backend=chosen,
@@ -209,3 +212,16 @@ def arrange_collection(
         adjusted=res.scores, rows={r["id"]: i for i, r in enumerate(records)},
     )
 
+
+def _kept_elsewhere(store: Any, records: list[dict[str, Any]], pinned: set[int]) -> dict[int, str]:
+    """Members (record index -> the kept product) of duplicate groups a reviewer settled with
+    "keep this one": the other copies leave the grid, so the kept product never ranks below
+    its copy. A copy a rule pins stays (the pin is an explicit choice)."""
+    from vismerch.catalog.reviews import dup_group_reviews
+
+    kept = {gid: r["keep"] for gid, r in dup_group_reviews(store).items()
+            if r["decision"] == "keep" and r["keep"]}
+    if not kept:
+        return {}
+    return {i: kept[r["duplicate_group"]] for i, r in enumerate(records)
+            if r.get("duplicate_group") in kept and r["id"] != kept[r["duplicate_group"]] and i not in pinned}

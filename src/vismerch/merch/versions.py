@@ -82,18 +82,62 @@ def check_ids(ids: Sequence[Any], known: Iterable[str] | None = None, field: str
 
 
 def diff_orders(a: Sequence[str], b: Sequence[str]) -> dict[str, Any]:
-    """Moved / added / removed products from order ``a`` to order ``b`` (1-based positions)."""
+    """Moved / added / removed products from order ``a`` to order ``b`` (1-based positions).
+
+    ``moved`` is a minimal edit: the products kept in both whose order relative to the others
+    changed, i.e. all but a longest run that stays in order (one product dragged from 50 to 1
+    is one move, not 49 shifted places). Among equally long runs, the one keeping the most
+    products at their very position wins. ``shifted``: the others whose index changed anyway
+    (by an insertion, a removal or a move around them)."""
     pos_a = {pid: k + 1 for k, pid in enumerate(a)}
     pos_b = {pid: k + 1 for k, pid in enumerate(b)}
-    moved = [{"id": pid, "from": pos_a[pid], "to": p, "delta": p - pos_a[pid]}
-             for pid, p in pos_b.items() if pid in pos_a and pos_a[pid] != p]
+    common = [pid for pid in a if pid in pos_b]
+    stay = _longest_kept_run(common, pos_a, pos_b)
+    moved = [{"id": pid, "from": pos_a[pid], "to": pos_b[pid], "delta": pos_b[pid] - pos_a[pid]}
+             for pid in common if pid not in stay]
     moved.sort(key=lambda m: (-abs(m["delta"]), m["to"]))
     return {
         "moved": moved,
         "added": [{"id": pid, "position": p} for pid, p in pos_b.items() if pid not in pos_a],
         "removed": [{"id": pid, "position": p} for pid, p in pos_a.items() if pid not in pos_b],
         "unchanged": sum(1 for pid, p in pos_b.items() if pos_a.get(pid) == p),
+        "shifted": sum(1 for pid in stay if pos_a[pid] != pos_b[pid]),
     }
+
+
+def _longest_kept_run(common: list[str], pos_a: dict[str, int], pos_b: dict[str, int]) -> set[str]:
+    """The products of ``common`` (in a's order) forming a longest subsequence increasing in
+    b's order, preferring runs with more products at an unchanged position: O(n log n), a
+    Fenwick tree of prefix maxima over b's positions."""
+    n = len(common)
+    size = max(pos_b.values(), default=0)
+    # tree[i]: the best run ending at a b-position <= i, packed in one int (score * base + k + 1)
+    # so comparing two is one integer comparison
+    base = n + 1
+    tree = [0] * (size + 1)
+    best_at, back = [0] * n, [-1] * n
+    for k, pid in enumerate(common):
+        at, best = pos_b[pid], 0
+        i = at - 1
+        while i > 0:
+            if tree[i] > best:
+                best = tree[i]
+            i -= i & -i
+        # a run's length dominates; a product in place adds a tie-breaking fraction
+        best_at[k] = best // base + base + (1 if pos_a[pid] == at else 0)
+        back[k] = best % base - 1
+        packed = best_at[k] * base + k + 1
+        i = at
+        while i <= size:
+            if packed > tree[i]:
+                tree[i] = packed
+            i += i & -i
+    end = max(range(n), key=best_at.__getitem__, default=-1)
+    stay: set[str] = set()
+    while end >= 0:
+        stay.add(common[end])
+        end = back[end]
+    return stay
 
 
 # bidi controls (an RLO shows "gpj.exe" as "exe.jpg") and control characters other than the

@@ -28,7 +28,8 @@ from vismerch.serve.routes import shop, ui
 
 API_PREFIX = "/api/v1"
 ROUTE_MODULES = ("health", "storefront", "products", "search", "duplicates", "quality", "admin",
-                 "versions", "collections", "rules", "query_rules", "jobs", "plan", "events", "experiments")
+                 "versions", "collections", "rules", "query_rules", "jobs", "plan", "events", "experiments",
+                 "history")
 
 
 def needed_role(route: APIRoute) -> str | None:
@@ -76,7 +77,9 @@ def create_app(workspace: Any, settings: Settings | None = None, *, threads: int
     app.state.auth = Authenticator(
         store_of, RateLimiter(setting(settings, "serve_rate_limit"), setting(settings, "serve_rate_burst")),
         FailureThrottle(setting(settings, "serve_auth_fail_limit"),
-                        setting(settings, "serve_auth_fail_window")))
+                        setting(settings, "serve_auth_fail_window")),
+        RateLimiter(setting(settings, "serve_thumbnail_rate_limit"),
+                    setting(settings, "serve_thumbnail_rate_burst")))
     app.state.client_ip_header = setting(settings, "serve_client_ip_header")
     app.state.refusals = Counter()  # 401/403/429 by status and code, this process (GET /audit/refusals)
     errors.install(app)

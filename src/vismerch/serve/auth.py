@@ -123,13 +123,17 @@ class FailureThrottle:
         return times
 
 
+API_BUDGET, THUMBNAIL_BUDGET = "api", "thumbnail"
+
+
 class Authenticator:
-    """Resolves a request's key to a Principal, or raises 401/429."""
+    """Resolves a request's key to a Principal, or raises 401/429. Each rate budget (the
+    API's, the thumbnails') has its own token bucket per key."""
 
     def __init__(self, store_of: Callable[[], object], limiter: RateLimiter,
-                 throttle: FailureThrottle | None = None):
+                 throttle: FailureThrottle | None = None, thumbnails: RateLimiter | None = None):
         self._store_of = store_of
-        self._limiter = limiter
+        self._limiters = {API_BUDGET: limiter, THUMBNAIL_BUDGET: thumbnails or RateLimiter(0, 1)}
         self.throttle = throttle or FailureThrottle(0, 60.0)
         self._verified: dict[str, str] = {}  # sha256(key text) -> key id, after one scrypt check
         self._lock = threading.Lock()
@@ -139,7 +143,7 @@ class Authenticator:
         ``principal`` is a primary-key read and a dict lookup (cheap enough for the event loop)."""
         return bool(text) and hashlib.sha256(text.encode()).hexdigest() in self._verified
 
-    def principal(self, text: str | None, client: str | None = None) -> Principal:
+    def principal(self, text: str | None, client: str | None = None, budget: str = API_BUDGET) -> Principal:
         """The key's principal. ``client`` (the caller's address) and the key's id are
         throttled after serve_auth_fail_limit failures (429); a key text known good skips that."""
         if not text:
@@ -150,7 +154,7 @@ class Authenticator:
         digest = hashlib.sha256(text.encode()).hexdigest()
         key_id = self._verified.get(digest)
         if key_id is not None:
-            return self._admit(access.get_key(store, key_id), [f"addr:{client}"])
+            return self._admit(access.get_key(store, key_id), [f"addr:{client}"], budget)
         parts = access.split_key(text)
         subjects = [f"addr:{client}"] + ([f"key:{parts[0]}"] if parts else [])
         wait = self.throttle.wait(subjects)
@@ -164,16 +168,16 @@ class Authenticator:
             raise ApiError(401, "unauthenticated", "unknown API key", headers={"WWW-Authenticate": "Bearer"})
         with self._lock:
             self._verified[digest] = key.id
-        return self._admit(key, subjects)
+        return self._admit(key, subjects, budget)
 
-    def principal_of_id(self, key_id: str) -> Principal:
+    def principal_of_id(self, key_id: str, budget: str = API_BUDGET) -> Principal:
         """The principal of a key already verified (a web session's); revocation still applies."""
         key = access.get_key(self._store_of(), key_id)
         if key is None:
             raise ApiError(401, "unauthenticated", "the session's API key no longer exists")
-        return self._admit(key, [])
+        return self._admit(key, [], budget)
 
-    def _admit(self, key: access.ApiKey | None, subjects: list[str]) -> Principal:
+    def _admit(self, key: access.ApiKey | None, subjects: list[str], budget: str = API_BUDGET) -> Principal:
         if key is None:  # deleted since it was verified
             raise ApiError(401, "unauthenticated", "unknown API key", headers={"WWW-Authenticate": "Bearer"})
         if not key.usable():
@@ -181,23 +185,27 @@ class Authenticator:
             self.throttle.failed(subjects)
             raise ApiError(401, "unauthenticated", f"API key {key.id} is {why}",
                            hint="ask an admin for a new key", headers={"WWW-Authenticate": "Bearer"})
-        wait = self._limiter.take(key.id)
+        wait = self._limiters[budget].take(key.id)
         if wait > 0:
-            raise ApiError(429, "rate_limited", f"too many requests for key {key.id}",
+            what = "thumbnail requests" if budget == THUMBNAIL_BUDGET else "requests"
+            raise ApiError(429, "rate_limited", f"too many {what} for key {key.id}",
                            hint="slow down; see Retry-After", headers={"Retry-After": str(math.ceil(wait))})
         return Principal(key.id, key.role)
 
 
-def require(needed: str) -> Callable[..., Principal]:
-    """A dependency that lets through keys whose role allows ``needed`` (401/403/429 otherwise)."""
+def require(needed: str, budget: str = API_BUDGET) -> Callable[..., Principal]:
+    """A dependency that lets through keys whose role allows ``needed`` (401/403/429 otherwise),
+    spending one request of the key's ``budget``."""
     if needed not in LEVELS:
         raise ValueError(f"unknown role {needed!r}")
+    if budget not in (API_BUDGET, THUMBNAIL_BUDGET):
+        raise ValueError(f"unknown rate budget {budget!r}")
 
     async def dependency(request: Request,
                          bearer: HTTPAuthorizationCredentials | None = Depends(_bearer),
                          header: str | None = Depends(_header)) -> Principal:
         # a write was authenticated by serve/guard.py before its body was read
-        principal = getattr(request.state, "principal", None) or await authenticate(request)
+        principal = getattr(request.state, "principal", None) or await authenticate(request, budget)
         if not allowed(principal.role, needed):
             raise ApiError(403, "forbidden", f"a {principal.role} key may not do this (needs {needed})",
                            hint="use a key with a higher role")
@@ -224,7 +232,7 @@ def client_address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-async def authenticate(request: Request) -> Principal:
+async def authenticate(request: Request, budget: str = API_BUDGET) -> Principal:
     """The request's principal (a key, or the web app's session cookie with its CSRF token on
     writes), set on ``request.state``; 401/403/429 otherwise. Async, so a request pays no
     thread-pool hop: a key already verified costs one primary-key read here on the event loop;
@@ -232,16 +240,16 @@ async def authenticate(request: Request) -> Principal:
     text = key_text(request)
     auth: Authenticator = request.app.state.auth
     if text is None and request.cookies.get(COOKIE):
-        principal = _session_principal(request)  # one primary-key read, like a known key
+        principal = _session_principal(request, budget)  # one primary-key read, like a known key
     elif auth.known(text):
-        principal = auth.principal(text, client_address(request))
+        principal = auth.principal(text, client_address(request), budget)
     else:
-        principal = await anyio.to_thread.run_sync(auth.principal, text, client_address(request))
+        principal = await anyio.to_thread.run_sync(auth.principal, text, client_address(request), budget)
     request.state.principal = principal
     return principal
 
 
-def _session_principal(request: Request) -> Principal:
+def _session_principal(request: Request, budget: str = API_BUDGET) -> Principal:
     """The key behind the web app's session cookie; a write must also echo its CSRF token."""
     session = request.app.state.sessions.get(request.cookies.get(COOKIE))
     if session is None:
@@ -250,4 +258,4 @@ def _session_principal(request: Request) -> Principal:
     if request.method in WRITE_METHODS and not session.csrf_ok(request.headers.get(CSRF_HEADER)):
         raise ApiError(403, "csrf", f"a write made with the session cookie needs the {CSRF_HEADER} header "
                        "of that session", hint="reload the web app")
-    return request.app.state.auth.principal_of_id(session.key_id)
+    return request.app.state.auth.principal_of_id(session.key_id, budget)

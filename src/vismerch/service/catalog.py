@@ -16,6 +16,7 @@ from vismerch.service.models import (
     ProductSummary,
     QualityMetric,
     TagRow,
+    Titles,
 )
 from vismerch.service.paging import Page, decode_key, encode_key
 from vismerch.service.workspace import Workspace
@@ -60,10 +61,26 @@ def list_products(ws: Workspace, *, cursor: str | None = None, limit: int = DEFA
 
 def facets(ws: Workspace, **filters) -> Facets:
     """Counts by category, dominant colour, flag and stock state under the same filters."""
+    from vismerch.features.colournames import load_colour_table
+
     flt = product_filter(ws, **filters)
     raw = browse.facets(ws.store, flt)
-    return Facets(**{k: [FacetCount(value=v, count=n) for v, n in rows] for k, rows in raw.items()},
+    table = load_colour_table()
+
+    def swatch(name: str) -> str | None:
+        at = table.index(name)
+        return None if at is None else table.hexes[at]
+
+    return Facets(**{k: [FacetCount(value=v, count=n, hex=swatch(v) if k == "colour" else None)
+                         for v, n in rows] for k, rows in raw.items()},
                   total=browse.count(ws.store, flt))
+
+
+def titles(ws: Workspace, ids: list[str]) -> Titles:
+    """The titles of the products named (unknown ids are left out)."""
+    if any(len(i) > 500 for i in ids):
+        raise InvalidInput("ids", "a product id is at most 500 characters")
+    return Titles(titles=browse.titles(ws.store, list(dict.fromkeys(ids))))
 
 
 def product_detail(ws: Workspace, product_id: str, *, similar_k: int = 8) -> ProductDetail:

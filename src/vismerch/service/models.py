@@ -50,6 +50,11 @@ class ProductPage(BaseModel):
 class FacetCount(BaseModel):
     value: str
     count: int
+    hex: str | None = None  # a colour value's swatch (#rrggbb from the colour table); null elsewhere
+
+
+class Titles(BaseModel):
+    titles: dict[str, str | None] = Field(description="Product id -> title; unknown ids absent")
 
 
 class Facets(BaseModel):

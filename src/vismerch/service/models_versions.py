@@ -70,6 +70,8 @@ class VersionDiff(BaseModel):
     added_at: list[VersionPosition] = Field(description="Added ids with their position in b")
     removed_from: list[VersionPosition] = Field(description="Removed ids with their position in a")
     unchanged: int
+    shifted: int = Field(0, description="Ids kept in order whose position changed anyway (by moves, "
+                                        "additions or removals around them); not in moved")
 
 
 class Publication(BaseModel):

@@ -175,7 +175,7 @@ def diff(ws: Workspace, collection: str, a: str, b: str) -> VersionDiff:
                        added=[x["id"] for x in d["added"]], removed=[x["id"] for x in d["removed"]],
                        added_at=[VersionPosition(**x) for x in d["added"]],
                        removed_from=[VersionPosition(**x) for x in d["removed"]],
-                       unchanged=d["unchanged"])
+                       unchanged=d["unchanged"], shifted=d["shifted"])
 
 
 # -- writes -----------------------------------------------------------------------------

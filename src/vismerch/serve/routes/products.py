@@ -9,10 +9,10 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
 from vismerch.features.quality_flags import flag_names
-from vismerch.serve.auth import require
+from vismerch.serve.auth import THUMBNAIL_BUDGET, require
 from vismerch.serve.routes.common import Paging, page_limit, workspace
 from vismerch.service import catalog, search
-from vismerch.service.models import ErrorRow, Facets, ProductDetail, ProductPage, SearchResult
+from vismerch.service.models import ErrorRow, Facets, ProductDetail, ProductPage, SearchResult, Titles
 from vismerch.service.paging import Page
 
 router = APIRouter(tags=["products"])
@@ -47,6 +47,14 @@ def facets(request: Request, filters: dict = Depends(_filters), _: object = view
     return catalog.facets(workspace(request), **filters)
 
 
+@router.get("/products/titles", response_model=Titles,
+            summary="Titles of the products named (for pages that show ids: thumbnails' alt text)")
+def titles(request: Request,
+           ids: Annotated[list[str], Query(min_length=1, max_length=200, description="Product ids (repeat)")],
+           _: object = viewer) -> Titles:
+    return catalog.titles(workspace(request), ids)
+
+
 # Product ids come from the retailer's catalog and may hold "/" (``SKU/123``): the id is a
 # path parameter that may span segments, so the routes with a suffix come first (an id
 # that itself ends in "/similar" or "/thumbnail" is reached through its page's links).
@@ -60,8 +68,9 @@ def similar(request: Request, product_id: ProductId, k: Annotated[int, Query(ge=
             summary="The product's thumbnail image (any key, storefront included)",
             responses={200: {"content": {"image/webp": {}, "image/jpeg": {}},
                              "description": "The thumbnail"}})
-def thumbnail(request: Request, product_id: ProductId, _: object = Depends(require("storefront"))
-              ) -> Response:
+def thumbnail(request: Request, product_id: ProductId,
+              _: object = Depends(require("storefront", THUMBNAIL_BUDGET))) -> Response:
+    # a budget of their own: a scrolled grid fetches hundreds, which must not use up the API's
     thumb = catalog.thumbnail(workspace(request), product_id)
     return Response(thumb.data, media_type=thumb.media_type,
                     headers={"Cache-Control": "private, max-age=86400"})  # behind a key: no shared cache

@@ -16,6 +16,7 @@ export class ApiError extends Error {
     this.code = err.code || "http_error";
     this.field = err.field || null;
     this.hint = err.hint || null;
+    this.retryAfter = null; // seconds, from a 429's or 503's Retry-After
   }
 }
 
@@ -29,8 +30,9 @@ function query(params) {
   return text ? `?${text}` : "";
 }
 
-// call("POST", "/rules", {body, ifMatch, params}) -> {data, etag, status}
-export async function call(method, path, { body, params, ifMatch, headers: extra, base = API } = {}) {
+// call("POST", "/rules", {body, ifMatch, params}) -> {data, etag, status}; cache: "no-cache"
+// revalidates with the server (ETag) instead of trusting the browser's copy (max-age)
+export async function call(method, path, { body, params, ifMatch, headers: extra, base = API, cache } = {}) {
   const headers = { Accept: "application/json", ...(extra || {}) };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (method !== "GET" && csrf) headers["X-CSRF-Token"] = csrf;
@@ -40,6 +42,7 @@ export async function call(method, path, { body, params, ifMatch, headers: extra
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
     credentials: "same-origin",
+    cache: cache || "default",
   });
   let data = null;
   const type = res.headers.get("content-type") || "";
@@ -48,6 +51,8 @@ export async function call(method, path, { body, params, ifMatch, headers: extra
   if (!res.ok) {
     const error = new ApiError(res.status, data);
     error.etag = res.headers.get("ETag");
+    const wait = Number(res.headers.get("Retry-After"));
+    if (wait >= 0 && res.headers.has("Retry-After")) error.retryAfter = wait;
     if (res.status === 401 && base === API) window.dispatchEvent(new CustomEvent("vm:signed-out"));
     throw error;
   }
@@ -77,3 +82,45 @@ export async function post(path, body, opts = {}) {
 }
 
 export const enc = encodeURIComponent;
+
+// Product titles by id, for pages whose lists carry only ids (diffs, review groups): asked
+// for in batches (one request per 100 ids named in the same tick), remembered for the page.
+const titleCache = new Map();
+let titleWaiting = new Map(); // id -> [resolve, ...]
+let titleTimer = null;
+
+// id -> title (the id itself when the product has none or is unknown), for all of ids
+export async function titlesOf(ids) {
+  const names = await Promise.all(ids.map(titleOf));
+  return new Map(ids.map((id, i) => [id, names[i] || id]));
+}
+
+export function titleOf(id) {
+  if (titleCache.has(id)) return Promise.resolve(titleCache.get(id));
+  return new Promise((resolve) => {
+    if (!titleWaiting.has(id)) titleWaiting.set(id, []);
+    titleWaiting.get(id).push(resolve);
+    if (!titleTimer) titleTimer = setTimeout(flushTitles, 0);
+  });
+}
+
+async function flushTitles() {
+  const waiting = titleWaiting;
+  titleWaiting = new Map();
+  titleTimer = null;
+  const ids = [...waiting.keys()];
+  for (let i = 0; i < ids.length; i += 100) {
+    const chunk = ids.slice(i, i + 100);
+    let found = {};
+    try {
+      const q = new URLSearchParams();
+      for (const id of chunk) q.append("ids", id);
+      found = (await call("GET", `/products/titles?${q}`)).data.titles;
+    } catch (_) { /* the alt text stays empty: the page shows the ids beside the images */ }
+    for (const id of chunk) {
+      const title = found[id] || null;
+      if (id in found) titleCache.set(id, title);
+      for (const resolve of waiting.get(id)) resolve(title);
+    }
+  }
+}

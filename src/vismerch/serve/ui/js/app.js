@@ -13,6 +13,7 @@ import * as review from "./review.js";
 import * as ingest from "./ingest.js";
 import * as plan from "./plan.js";
 import * as queries from "./queries.js";
+import * as history from "./history.js";
 
 const ROLES = ["viewer", "merchandiser", "publisher", "admin"];
 const PAGES = [
@@ -23,6 +24,7 @@ const PAGES = [
   { path: "queries", label: "Search", module: queries, role: "viewer" },
   { path: "ingest", label: "Ingest", module: ingest, role: "admin" },
   { path: "plan", label: "Plan", module: plan, role: "viewer" },
+  { path: "history", label: "History", module: history, role: "viewer" },
 ];
 
 const main = document.getElementById("main");

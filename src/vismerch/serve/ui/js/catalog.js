@@ -1,7 +1,7 @@
 // Catalog browser: facets (colour swatches, category, quality flag, stock), a text/colour
 // search box, a virtualised thumbnail grid paged by the API's cursor, and a product drawer.
 
-import { enc, get } from "./api.js";
+import { enc, get, titlesOf } from "./api.js";
 import { clear, fmt, h, thumb } from "./dom.js";
 import { VirtualGrid } from "./vgrid.js";
 
@@ -40,7 +40,8 @@ export async function render(main, ctx) {
 
   async function fetchPage(cursor) {
     if (search) {
-      const res = await get("/search", { q: search.q || null, colour: search.colour || null,
+      // a colour facet chosen during a text search narrows it (hybrid: text within the colour)
+      const res = await get("/search", { q: search.q || null, colour: search.colour || filters.colour || null,
         category: filters.category, k: 200 });
       status.textContent = `${res.hits.length} ${res.mode} results`;
       return { items: res.hits.map((hit) => ({ id: hit.id, score: hit.score })), next_cursor: null,
@@ -57,6 +58,7 @@ export async function render(main, ctx) {
     if (!info) return false;
     const title = card.querySelector(".title");
     title.textContent = info.title || info.id;
+    card.querySelector("img").alt = info.title || info.id;
     card.querySelector(".meta").textContent =
       [info.category, info.price != null ? fmt(info.price) : null, info.stock === 0 ? "out of stock" : null]
         .filter(Boolean).join(" · ");
@@ -78,6 +80,9 @@ export async function render(main, ctx) {
   }
 
   const grid = new VirtualGrid(gridHost, { fetchPage, renderCard, onError: ctx.fail });
+  grid.viewport.addEventListener("vgrid:retry", (ev) => {
+    status.textContent = `The server is busy: trying again in ${Math.ceil(ev.detail.wait / 1000)} s…`;
+  });
 
   function reload() {
     grid.reset(fetchPage);
@@ -95,7 +100,7 @@ export async function render(main, ctx) {
     clear(facetsBox);
     const group = (title, name, values, render) => {
       const list = h("ul", { class: "facet", dataset: { facet: name } });
-      for (const { value, count } of values) {
+      for (const { value, count, hex } of values) {
         const active = chosen[name] === value;
         list.append(h("li", {}, h("button", { type: "button", class: active ? "on" : "",
           dataset: { value }, on: { click: () => {
@@ -103,11 +108,13 @@ export async function render(main, ctx) {
             // stock facet values are in / out / unknown; the API filters in_stock=true|false
             filters[name] = active ? null : (name === "in_stock" ? value !== "out" : value);
             reload();
-          } } }, render ? render(value) : null, h("span", {}, value), h("span", { class: "count" }, fmt(count)))));
+          } } }, render ? render(value, hex) : null, h("span", {}, value), h("span", { class: "count" }, fmt(count)))));
       }
       facetsBox.append(h("h3", {}, title), list);
     };
-    group("Colour", "colour", facets.colour, (value) => h("span", { class: "swatch", style: { background: value } }));
+    // the table's hex (a name such as "hot pink" is no CSS colour); multicolour gets a wheel
+    group("Colour", "colour", facets.colour, (value, hex) => h("span", { class: hex ? "swatch" : "swatch multi",
+      style: hex ? { background: hex } : {} }));
     group("Category", "category", facets.category);
     group("Quality flag", "flag", facets.flag);
     group("Stock", "in_stock", facets.stock);
@@ -128,8 +135,10 @@ export async function render(main, ctx) {
       clear(drawer).append(h("p", { class: "error" }, ctx.explain(e)));
       return;
     }
+    const names = await titlesOf([...(p.duplicate_group ? p.duplicate_group.members : []), ...p.similar.map((hit) => hit.id)]);
     const strip = (ids) => h("div", { class: "strip" }, ids.map((other) =>
-      h("button", { type: "button", class: "mini", title: other, on: { click: () => openDrawer(other) } }, thumb(other, other))));
+      h("button", { type: "button", class: "mini", title: names.get(other), on: { click: () => openDrawer(other) } },
+        thumb(other, names.get(other)))));
     clear(drawer).append(
       h("button", { type: "button", class: "close", "aria-label": "Close", on: { click: () => { drawer.hidden = true; } } }, "×"),
       thumb(p.id, p.title, "big"),

@@ -58,7 +58,8 @@ export function thumbUrl(id) {
   return `/api/v1/products/${encodeURIComponent(id)}/thumbnail`;
 }
 
-// A thumbnail <img>; a missing image shows an empty tile, not a broken-image icon. With
+// A thumbnail <img> whose alt text is the product's name (pages that hold only ids ask
+// api.titlesOf first); a missing image shows an empty tile, not a broken-image icon. With
 // deferred, the URL waits in data-src until the owner (the virtual grid, once scrolling
 // pauses) sets it, so a fast scroll past thousands of products requests none of them.
 export function thumb(id, title = "", cls = "thumb", deferred = false) {
@@ -66,4 +67,29 @@ export function thumb(id, title = "", cls = "thumb", deferred = false) {
   if (deferred) img.dataset.src = thumbUrl(id); else img.src = thumbUrl(id);
   img.addEventListener("error", () => img.classList.add("missing"), { once: true });
   return img;
+}
+
+// A modal <dialog> (focus stays in it, Esc cancels; focus returns to the opener): resolves
+// true when confirmed.
+export function confirmDialog(title, text, ok) {
+  return new Promise((resolve) => {
+    const yes = h("button", { type: "submit", class: "primary", value: "ok", id: "confirm-ok" }, ok);
+    const dialog = h("dialog", { class: "confirm", id: "confirm", "aria-labelledby": "confirm-title", "aria-describedby": "confirm-text" },
+      h("form", { method: "dialog" }, h("h2", { id: "confirm-title" }, title), h("p", { id: "confirm-text" }, text),
+        h("div", { class: "inline" }, yes, h("button", { type: "submit", value: "cancel", id: "confirm-cancel" }, "Cancel"))));
+    const opener = document.activeElement;
+    dialog.addEventListener("close", () => {
+      dialog.remove();
+      if (opener && opener.isConnected) opener.focus();
+      resolve(dialog.returnValue === "ok");
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+    yes.focus();
+  });
+}
+
+// A busy indicator for a wait the user started (role=status: screen readers hear the label)
+export function spinner(label, id) {
+  return h("span", { class: "spinner", role: "status", id }, h("span", { class: "spin", "aria-hidden": "true" }), label);
 }

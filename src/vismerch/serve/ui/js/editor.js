@@ -4,8 +4,8 @@
 // affect the page; versions (save draft, diff, publish, rollback) in versions.js. The views,
 // clicks, orders and revenue overlays are real units from the shopper events of a period.
 
-import { call, enc, get, getAll, post } from "./api.js";
-import { append, clear, fmt, h, thumb } from "./dom.js";
+import { call, enc, get, getAll, post, titlesOf } from "./api.js";
+import { append, clear, fmt, h, spinner, thumb } from "./dom.js";
 import { versionsPanel } from "./versions.js";
 import { PERF, analytics, money, periodSelect } from "./metrics.js";
 
@@ -116,7 +116,10 @@ export async function render(main, ctx, [id]) {
     }
     st.slots = slots;
     drawGrid();
-    loadRules();
+    await loadRules();
+    // the "why here" panel follows the product it shows (its position, reasons and rules changed)
+    const shown = st.whyId && st.slots.find((s) => s.id === st.whyId);
+    if (shown) why(shown, false);
   }
 
   async function loadMore() {
@@ -154,7 +157,7 @@ export async function render(main, ctx, [id]) {
   async function pinMany(pairs) {
     try {
       for (const [product, position] of pairs) await post("/rules", { kind: "pin", collection: id, product, position });
-      ctx.toast(pairs.length === 1 ? `Pinned ${pairs[0][0]} at ${pairs[0][1]}` : `Pinned ${pairs.length} products`);
+      ctx.toast(pairs.length === 1 ? `Pinned ${nameOf(pairs[0][0])} at ${pairs[0][1]}` : `Pinned ${pairs.length} products`);
       st.selected.clear();
       st.focus = pairs[0][0];
       await reload();
@@ -162,6 +165,12 @@ export async function render(main, ctx, [id]) {
       ctx.fail(e);
       await reload();
     }
+  }
+
+  // a product's name for messages: its title when the page has it (an untitled product: its id)
+  function nameOf(pid) {
+    const slot = st.slots.find((s) => s.id === pid);
+    return (slot && slot.title) || (st.names && st.names.get(pid)) || pid;
   }
 
   function pinSelected() {
@@ -201,24 +210,32 @@ export async function render(main, ctx, [id]) {
       ev.preventDefault();
       const text = q.value.trim();
       if (!text) return;
-      clear(results);
+      const busy = spinner("Searching…", "place-busy");
+      clear(results).append(busy);
+      find.disabled = true;
+      results.setAttribute("aria-busy", "true");
       let hits;
       try {
         hits = await findToPlace(text);
+        st.names = await titlesOf(hits.map((hit) => hit.id));
       } catch (e) {
         ctx.fail(e);
         return;
+      } finally {
+        busy.remove();
+        find.disabled = false;
+        results.removeAttribute("aria-busy");
       }
       if (!hits.length) results.append(h("span", { class: "muted" }, "no match"));
       for (const hit of hits) {
         results.append(h("button", { type: "button", class: "mini", title: `Place ${hit.id}`, on: { click: () => {
           clear(results);
           pinMany([[hit.id, parseInt(pos.value, 10) || 1]]);
-        } } }, thumb(hit.id, hit.id), h("span", {}, hit.id)));
+        } } }, thumb(hit.id, st.names.get(hit.id)), h("span", {}, st.names.get(hit.id))));
       }
     };
-    return h("form", { class: "place", on: { submit: run } }, q, h("label", {}, "at ", pos),
-      h("button", { type: "submit" }, "Find"), results);
+    const find = h("button", { type: "submit" }, "Find");
+    return h("form", { class: "place", on: { submit: run } }, q, h("label", {}, "at ", pos), find, results);
   }
 
   // ---- drawing
@@ -355,6 +372,7 @@ export async function render(main, ctx, [id]) {
     }
     grid.style.setProperty("--cols", String(st.columns));
     grid.dataset.columns = String(st.columns);
+    const hadFocus = grid.contains(document.activeElement); // clearing the grid drops it to <body>
     clear(grid);
     for (let r = 0; r * st.columns < st.slots.length; r++) {
       const row = h("div", { class: "row", dataset: { row: String(r + 1) } }, h("span", { class: "row-label" }, `row ${r + 1}`));
@@ -383,12 +401,13 @@ export async function render(main, ctx, [id]) {
       (st.share != null ? ` · business share ${fmt(st.share * 100, 1)}%` : "");
     if (st.focus) {
       const el = grid.querySelector(`.slot[data-id="${CSS.escape(st.focus)}"]`);
-      if (el && document.activeElement && document.activeElement.closest && document.activeElement.closest("#arrangement")) el.focus();
+      if (el && (hadFocus || grid.contains(document.activeElement))) el.focus();
     }
   }
 
-  function why(slot) {
-    showTab("why");
+  function why(slot, show = true) {
+    if (show) showTab("why");
+    st.whyId = slot.id;
     const box = clear(tabs.why);
     const rules = st.rules.filter((r) => r.product === slot.id || (r.where && r.where.includes(JSON.stringify(slot.id))));
     const parts = (slot.score && slot.score.parts) || {};
@@ -416,7 +435,7 @@ export async function render(main, ctx, [id]) {
         const when = { starts_at: from.value || null, ends_at: until.value || null };
         if (when.starts_at || when.ends_at) {
           addRule({ kind: "pin", product: slot.id, position: parseInt(pos.value, 10), ...when },
-            `Scheduled pin of ${slot.id} at ${pos.value}`);
+            `Scheduled pin of ${slot.title || slot.id} at ${pos.value}`);
         } else {
           pinMany([[slot.id, parseInt(pos.value, 10)]]);
         }
@@ -445,7 +464,7 @@ export async function render(main, ctx, [id]) {
         h("td", {}, editable ? h("button", { type: "button", class: "danger", on: { click: async () => {
           try {
             await call("DELETE", `/rules/${r.id}`);
-            ctx.toast(`Rule ${r.id} removed`);
+            ctx.toast(`Removed rule ${r.id}: ${r.kind === "pin" ? `pin of ${nameOf(r.product)} at ${r.position}` : r.kind}`);
             await reload();
           } catch (e) { ctx.fail(e); }
         } } }, "Remove") : null)))));
@@ -455,12 +474,15 @@ export async function render(main, ctx, [id]) {
   async function drawStorefront() {
     clear(storefront);
     try {
-      const page = await get(`/storefront/collections/${enc(id)}`, { columns: st.columns, limit: 48 });
+      // no-cache: revalidated with its ETag, so a publish or rollback shows at once (max-age is 60 s)
+      const page = (await call("GET", `/storefront/collections/${enc(id)}`, { params: { columns: st.columns, limit: 48 },
+        cache: "no-cache" })).data;
+      const names = await titlesOf(page.items.map((item) => item.id));
       storefront.append(h("p", { class: "muted", id: "storefront-version" }, `Published: ${page.version} · ${page.total} products · as a storefront sees it`));
       const cells = h("div", { class: "cells" });
       cells.style.gridTemplateColumns = `repeat(${st.columns}, minmax(0, 1fr))`;
       for (const item of page.items) {
-        cells.append(h("div", { class: "card slot", dataset: { id: item.id } }, h("span", { class: "pos" }, String(item.position)), thumb(item.id, item.id), h("div", { class: "title" }, item.id)));
+        cells.append(h("div", { class: "card slot", dataset: { id: item.id } }, h("span", { class: "pos" }, String(item.position)), thumb(item.id, names.get(item.id)), h("div", { class: "title" }, names.get(item.id))));
       }
       storefront.append(cells);
     } catch (e) {
@@ -480,6 +502,8 @@ export async function render(main, ctx, [id]) {
 
   tabs.versions.append(versionsPanel(ctx, id, { current: () => st, onChange: () => { reload(); if (!storefront.hidden) drawStorefront(); } }));
   await reload();
-  if (st.slots.length) why(st.slots[0]);
+  // the panel starts on the first product, unless a card was clicked meanwhile; the tab shown
+  // is left as it is (the user may have opened Rules or Versions while the page loaded)
+  if (st.slots.length && !st.whyId) why(st.slots[0], false);
   return () => observer.disconnect();
 }

@@ -5,7 +5,7 @@
 // Promote for the roles allowed them. Every figure comes from GET /experiments/{id}/results.
 
 import { enc, get, post } from "./api.js";
-import { append, clear, fmt, h } from "./dom.js";
+import { append, clear, confirmDialog, fmt, h } from "./dom.js";
 import { pct } from "./metrics.js";
 import { metricLabel } from "./experiments.js";
 import { timeline } from "./xchart.js";
@@ -152,29 +152,10 @@ function actions(r, ctx, reload) {
         + "nothing is published. A stopped experiment cannot be restarted.", "Stop experiment")) return;
       try {
         await post(`/experiments/${x.id}/stop`, {});
-        ctx.toast(`Experiment ${x.id} stopped`);
+        ctx.toast(`Experiment ${x.name || x.id} stopped`);
       } catch (e) { ctx.fail(e); }
       reload();
     } } }, "Stop"));
   }
   return box.childNodes.length ? box : null;
-}
-
-// a modal <dialog> (focus stays in it, Esc cancels): resolves true when confirmed
-function confirmDialog(title, text, ok) {
-  return new Promise((resolve) => {
-    const yes = h("button", { type: "submit", class: "primary", value: "ok", id: "confirm-ok" }, ok);
-    const dialog = h("dialog", { class: "confirm", id: "confirm", "aria-labelledby": "confirm-title", "aria-describedby": "confirm-text" },
-      h("form", { method: "dialog" }, h("h2", { id: "confirm-title" }, title), h("p", { id: "confirm-text" }, text),
-        h("div", { class: "inline" }, yes, h("button", { type: "submit", value: "cancel", id: "confirm-cancel" }, "Cancel"))));
-    const opener = document.activeElement;
-    dialog.addEventListener("close", () => {
-      dialog.remove();
-      if (opener && opener.isConnected) opener.focus();
-      resolve(dialog.returnValue === "ok");
-    });
-    document.body.append(dialog);
-    dialog.showModal();
-    yes.focus();
-  });
 }

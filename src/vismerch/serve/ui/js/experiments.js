@@ -149,7 +149,7 @@ async function createForm(ctx, collection) {
         split: picked.map((r) => Number(r.share.value)), metric: f.metric.value,
         guardrails: f.guards.filter((c) => c.checked).map((c) => c.value), min_lift: Number(f.lift.value) / 100,
         holdout: Number(f.holdout.value) / 100, name: f.name.value.trim() || null });
-      ctx.toast(`Experiment ${made.id} started`);
+      ctx.toast(`Experiment ${made.name || made.id} started on ${collection}`);
       ctx.go(`#/experiments/${made.id}`);
     } catch (e) {
       error.textContent = ctx.explain(e);

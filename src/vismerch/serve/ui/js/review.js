@@ -1,7 +1,7 @@
 // Review queues: duplicate groups (keep one / not duplicates) and the quality and listed-colour
 // audit queues (accept / ignore), each with bulk actions over the ticked rows.
 
-import { getAll, post } from "./api.js";
+import { getAll, post, titlesOf } from "./api.js";
 import { clear, fmt, h, thumb } from "./dom.js";
 
 export async function render(main, ctx, [tab]) {
@@ -18,6 +18,7 @@ export async function render(main, ctx, [tab]) {
 
 async function duplicates(body, ctx, editable) {
   const groups = await getAll("/duplicates", { status: "pending" });
+  const names = await titlesOf(groups.flatMap((g) => g.members));
   const picks = new Map(); // group -> chosen keeper
   const ticked = new Set();
   clear(body);
@@ -32,7 +33,9 @@ async function duplicates(body, ctx, editable) {
         done++;
       } catch (e) { ctx.fail(e); break; }
     }
-    ctx.toast(`${done} group${done === 1 ? "" : "s"} reviewed`);
+    ctx.toast(done === 1 && list.length === 1 && decision === "keep"
+      ? `Kept ${names.get(picks.get(list[0].group) || list[0].representative)}; its copies leave the grids`
+      : `${done} group${done === 1 ? "" : "s"} reviewed`);
     await duplicates(body, ctx, editable);
   };
 
@@ -45,17 +48,17 @@ async function duplicates(body, ctx, editable) {
       h("button", { type: "button", id: "bulk-distinct", on: { click: () => decide(groups.filter((g) => ticked.has(g.group)), "distinct") } }, "Not duplicates (ticked)")));
   }
   for (const g of groups) {
-    const members = h("div", { class: "strip" }, g.members.map((m) => h("label", { class: "member" },
-      thumb(m, m),
+    const members = h("div", { class: "strip" }, g.members.map((m) => h("label", { class: "member", title: m },
+      thumb(m, names.get(m)),
       editable ? h("input", { type: "radio", name: `keep-${g.group}`, value: m, checked: m === g.representative,
         on: { change: () => picks.set(g.group, m) } }) : null,
-      h("span", {}, m))));
+      h("span", {}, names.get(m)))));
     body.append(h("div", { class: "card group", dataset: { group: String(g.group) } },
       h("div", { class: "inline" },
         editable ? h("input", { type: "checkbox", class: "tick", "aria-label": `Tick group ${g.group}`, on: { change: (ev) => {
           if (ev.target.checked) ticked.add(g.group); else ticked.delete(g.group);
         } } }) : null,
-        h("strong", {}, `Group ${g.group}`), h("span", { class: "muted" }, `${g.members.length} products · representative ${g.representative}`),
+        h("strong", {}, `Group ${g.group}`), h("span", { class: "muted" }, `${g.members.length} products · representative ${names.get(g.representative) || g.representative}`),
         editable ? h("button", { type: "button", class: "primary", on: { click: () => decide([g], "keep") } }, "Keep chosen") : null,
         editable ? h("button", { type: "button", on: { click: () => decide([g], "distinct") } }, "Not duplicates") : null),
       members));
@@ -64,6 +67,7 @@ async function duplicates(body, ctx, editable) {
 
 async function queue(body, ctx, editable, name) {
   const items = await getAll(`/queues/${name}`, { status: "open" });
+  const names = await titlesOf([...new Set(items.map((it) => it.product_id))]);
   const ticked = new Set();
   const key = (it) => `${it.product_id}\u0000${it.item}`;
   clear(body);
@@ -90,8 +94,8 @@ async function queue(body, ctx, editable, name) {
       h("td", {}, editable ? h("input", { type: "checkbox", class: "tick", "aria-label": `Tick ${it.product_id}`, on: { change: (ev) => {
         if (ev.target.checked) ticked.add(key(it)); else ticked.delete(key(it));
       } } }) : null),
-      h("td", {}, thumb(it.product_id, it.product_id, "tiny")),
-      h("td", { class: "code" }, it.product_id),
+      h("td", {}, thumb(it.product_id, names.get(it.product_id), "tiny")),
+      h("td", {}, names.get(it.product_id), h("div", { class: "code muted" }, it.product_id)),
       h("td", {}, it.item),
       name === "audit" ? [h("td", {}, fmt(it.listed)), h("td", {}, fmt(it.observed))] : null,
       h("td", { class: "num" }, fmt(it.value, 3)),

@@ -4,8 +4,8 @@
 // message; the draft and the user's order are kept, nothing is lost. Under a diff, how the
 // two versions did with shoppers (the analytics' by-version funnel, all time).
 
-import { call, enc } from "./api.js";
-import { clear, fmt, h, thumb } from "./dom.js";
+import { call, enc, titlesOf } from "./api.js";
+import { append, clear, confirmDialog, fmt, h, thumb } from "./dom.js";
 import { analytics, funnelTable } from "./metrics.js";
 
 const idOf = (x) => (typeof x === "string" ? x : x.id);
@@ -21,6 +21,7 @@ export function versionsPanel(ctx, collection, { current, onChange }) {
   let etag = null; // the collection's publication state, for If-Match on publish / rollback
   let versions = [];
   let pendingOrder = null; // the user's order kept across a 412 on a draft edit
+  let diffed = null; // the version the diff box shows: compared again after a publish or rollback
 
   const base = `/collections/${enc(collection)}`;
 
@@ -75,6 +76,7 @@ export function versionsPanel(ctx, collection, { current, onChange }) {
   }
 
   async function diff(name) {
+    diffed = name;
     clear(diffBox).append(h("p", { class: "muted" }, "Comparing…"));
     const published = versions.find((v) => v.published);
     if (!published) {
@@ -88,14 +90,18 @@ export function versionsPanel(ctx, collection, { current, onChange }) {
       clear(diffBox).append(h("p", { class: "error" }, ctx.explain(e)));
       return;
     }
+    const shown = [d.moved || [], d.added || [], d.removed || []].flatMap((items) => items.slice(0, 60).map(idOf));
+    const names = await titlesOf(shown);
     const group = (title, cls, items, label) => h("div", { class: `diff-group ${cls}` },
       h("h4", {}, `${title} (${items.length})`),
       h("div", { class: "strip" }, items.slice(0, 60).map((x) => h("figure", { class: "mini", dataset: { id: idOf(x) } },
-        thumb(idOf(x), idOf(x)), h("figcaption", {}, label(x))))));
-    clear(diffBox).append(h("h3", {}, `${published.name} → ${name}`),
+        thumb(idOf(x), names.get(idOf(x))), h("figcaption", { title: names.get(idOf(x)) }, label(x))))));
+    append(clear(diffBox), [h("h3", {}, `${published.name} → ${name}`),
+      // moves are a minimal edit: the products whose order among the others changed
       group("Moved", "moved", d.moved || [], (m) => `${m.from} → ${m.to}`),
+      d.shifted ? h("p", { class: "muted", id: "diff-shifted" }, `${d.shifted} other products keep their order but sit at another position.`) : null,
       group("In", "in", d.added || [], (x) => (x.position ? `at ${x.position}` : "new")),
-      group("Out", "out", d.removed || [], () => "leaves"));
+      group("Out", "out", d.removed || [], () => "leaves")]);
     diffBox.append(await performance([published, versions.find((v) => v.name === name)].filter(Boolean)));
   }
 
@@ -117,11 +123,15 @@ export function versionsPanel(ctx, collection, { current, onChange }) {
 
   async function publish(name) {
     conflict.hidden = true;
+    const live = versions.find((v) => v.published);
+    if (!await confirmDialog(`Publish ${name}?`, `Shoppers see ${name} on ${collection} at once`
+      + (live ? `, instead of ${live.name}.` : "."), `Publish ${name}`)) return;
     try {
       const seen = versions.find((v) => v.name === name);
       const res = await call("POST", `${base}/publish`, { body: { version: name, version_etag: seen ? seen.etag : null }, ifMatch: etag });
       ctx.toast(`Published ${res.data.published}`);
       await refresh();
+      if (diffed) await diff(diffed);
       onChange();
     } catch (e) {
       await stale(e, `Someone published or rolled back ${collection} since you loaded it. Nothing was lost: draft ${name} is still saved. The list below now shows what is live; check the diff and publish again.`);
@@ -130,10 +140,14 @@ export function versionsPanel(ctx, collection, { current, onChange }) {
 
   async function rollback() {
     conflict.hidden = true;
+    const live = versions.find((v) => v.published);
+    if (!await confirmDialog(`Roll back ${collection}?`, `Shoppers see the version published before `
+      + `${live ? live.name : "the live one"} again, at once.`, "Roll back")) return;
     try {
       const res = await call("POST", `${base}/rollback`, { body: {}, ifMatch: etag });
       ctx.toast(`Rolled back: ${res.data.published || "nothing"} is live`);
       await refresh();
+      if (diffed) await diff(diffed);
       onChange();
     } catch (e) {
       await stale(e, `Someone published or rolled back ${collection} since you loaded it, so nothing was rolled back. The list below now shows what is live; roll back again if you still mean to.`);

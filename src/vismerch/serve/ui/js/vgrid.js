@@ -1,6 +1,15 @@
 // A virtualised grid over a list that the API pages with a cursor. Only the rows in view
 // (plus a margin) exist in the DOM, so 100,000 products scroll as smoothly as 100; pages are
-// fetched in order, as the view reaches them (a cursor cannot jump ahead).
+// fetched in order, as the view reaches them (a cursor cannot jump ahead). A page refused for
+// a while (429 rate limited, 503, a dropped connection) is asked for again after the server's
+// Retry-After or a growing back-off, so the grid never stays grey until a reload.
+
+const RETRY_FIRST_MS = 500;
+const RETRY_MAX_MS = 15000;
+
+function transient(e) {
+  return !e || e.status === undefined || e.status === 429 || e.status === 503 || e.status === 502;
+}
 
 import { clear, h } from "./dom.js";
 
@@ -18,6 +27,8 @@ export class VirtualGrid {
     this.done = false;
     this.loading = false;
     this.generation = 0;
+    this.failures = 0; // refusals in a row, for the back-off
+    this.retryTimer = null;
     this.viewport = h("div", { class: "vgrid", tabindex: "-1" });
     this.spacer = h("div", { class: "vgrid-spacer" });
     this.layer = h("div", { class: "vgrid-layer" });
@@ -33,6 +44,7 @@ export class VirtualGrid {
 
   destroy() {
     clearTimeout(this.hydrateTimer);
+    clearTimeout(this.retryTimer);
     this.resize.disconnect();
     this.generation++;
   }
@@ -45,6 +57,9 @@ export class VirtualGrid {
     this.done = false;
     this.loading = false;
     this.generation++;
+    this.failures = 0;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = null;
     this.nodes = new Map();
     this.viewport.scrollTop = 0;
     this.schedule();
@@ -60,7 +75,7 @@ export class VirtualGrid {
   }
 
   async ensure(count) {
-    if (this.loading || this.done || this.items.length >= count) return;
+    if (this.loading || this.done || this.retryTimer || this.items.length >= count) return;
     this.loading = true;
     const gen = this.generation;
     try {
@@ -70,11 +85,22 @@ export class VirtualGrid {
       this.total = page.total ?? this.items.length;
       this.cursor = page.next_cursor || null;
       this.done = !this.cursor;
+      this.failures = 0;
     } catch (e) {
-      if (gen === this.generation) { this.done = true; this.onError(e); }
+      if (gen !== this.generation) return;
+      if (transient(e)) this.retryLater(e);
+      else { this.done = true; this.onError(e); }
     } finally {
       if (gen === this.generation) { this.loading = false; this.schedule(); }
     }
+  }
+
+  retryLater(e) {
+    const backoff = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** this.failures);
+    const wait = e && e.retryAfter !== null && e.retryAfter !== undefined ? Math.max(e.retryAfter * 1000, backoff) : backoff;
+    this.failures++;
+    this.viewport.dispatchEvent(new CustomEvent("vgrid:retry", { detail: { wait, attempt: this.failures } }));
+    this.retryTimer = setTimeout(() => { this.retryTimer = null; this.schedule(); }, wait);
   }
 
   draw() {
