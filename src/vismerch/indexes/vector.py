@@ -327,9 +327,10 @@ def _ivf(arr: np.ndarray, nprobe: int) -> Any:
     """An inverted-file index over ``arr``: about sqrt(n) k-means cells (at most
     ``IVF_MAX_LISTS``) trained on a sample, inner product, ``nprobe`` cells searched."""
     n, dim = arr.shape
-    nlist = int(np.clip(np.sqrt(n), 16, IVF_MAX_LISTS))
+    nlist = int(np.clip(np.sqrt(n), 1, IVF_MAX_LISTS))
     index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
     index.cp.max_points_per_centroid = IVF_TRAIN_PER_LIST
+    index.cp.min_points_per_centroid = 1  # a small catalog: no warning, its cells are searched
     step = max(1, n // (nlist * IVF_TRAIN_PER_LIST))
     index.train(np.ascontiguousarray(arr[::step]))
     index.add(arr)
