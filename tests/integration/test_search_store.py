@@ -134,3 +134,15 @@ def test_search_json_is_clean_json_without_progress_bars(store):
     assert hits[0]["id"] == "a1" and set(hits[0]) == {"id", "score"}
     assert "Loading weights" not in done.stdout + done.stderr
     assert "\r" not in done.stdout + done.stderr  # no bar of any kind
+
+
+def test_reindex_builds_the_indexes_ahead(store, caplog, capsys):
+    from vismerch.cli import main
+
+    shutil.rmtree(store / "index" / "search")
+    assert main(["reindex", str(store), "--json"]) == 0
+    built = json.loads(capsys.readouterr().out)
+    assert built == {"products": len(ROWS), "titles": len(ROWS), "palettes": len(ROWS)}
+    with caplog.at_level(logging.WARNING, logger="vismerch.search"), Workspace.open(store) as ws:
+        assert ids(search.text(ws, "beanie", k=1)) == ["a8"]
+    assert "building" not in caplog.text

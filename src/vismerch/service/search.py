@@ -102,3 +102,14 @@ def by_image(ws: Workspace, data: bytes, *, k: int = 12, category: str | None = 
     bundle = ws.search_index()
     found = index.search(vector, k, bundle.index_mask(index.ids, bundle.mask(category, in_stock)))[0]
     return SearchResult(mode="image", hits=_hits(found))
+
+
+def reindex(ws: Workspace) -> dict[str, int]:
+    """Build and save the store's search indexes (title vectors included) under the writer
+    lock, as an ingest's end does; counts of what they hold."""
+    from vismerch.catalog.lock import writer_lock
+    from vismerch.indexes import catalog
+
+    with writer_lock(ws.path):
+        bundle = catalog.refresh(ws.store, ws.settings)
+    return {"products": len(bundle), "titles": len(bundle.titles or ()), "palettes": len(bundle.palettes)}
