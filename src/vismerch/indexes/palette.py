@@ -5,11 +5,11 @@ over its palette (``merch.search``). A palette colour further than r from q adds
 ``w_j * g(r)``, g(r) = exp(-(r / sigma)^2), so a product none of whose colours lies within r
 scores below g(r). The index keeps every palette colour in a cubic cell of CIELAB (``CELL``
 units a side, compressed sparse rows: cell -> entries -> product row). A query measures
-CIEDE2000 from q to the cells' centres only, takes the cells that may hold a colour within r
-(a margin covers the distance from a centre to the cell's corners), scores exactly the
-products found there, and widens r until the k-th best score is at least g(r): no unseen
-product can then enter the top k. Results equal a full scan's up to CIEDE2000's own
-discontinuities (near-opposite hues), which only move colours scoring under 0.2 %.
+CIEDE2000 from q to the nearest point of each cell only, takes the cells that may hold a
+colour within r, scores the colours found there, rescores exactly the products that may
+reach the top k, and widens r until the k-th best score is at least g(r): no unseen product
+can then enter the top k. Results equal a full scan's up to CIEDE2000's own discontinuities
+(near-opposite hues), which only move colours that add a fraction of a percent.
 """
 
 from __future__ import annotations
@@ -49,12 +49,13 @@ def colour_scores(palette_lab: Any, palette_weight: Any, query_lab: Any, *,
     return out.cpu().numpy()
 
 
-CELL = 4.0  # CIELAB units per cell side
-# dE00 from a query to a colour is at most this much below its distance to the colour's cell
-# centre: CIEDE2000 changes at most ~1.25x as fast as Lab distance, plus its small jumps
-MARGIN = 1.25 * CELL * 3**0.5 / 2 + 1.0
-FIRST_RADIUS = 6.0
-_L_BINS, _AB_BINS, _AB_MIN = 26, 66, -132.0
+CELL = 3.0  # CIELAB units per cell side
+# dE00 from a query to a colour in a cell is at least its dE00 to the cell's nearest point
+# less this (CIEDE2000 is not a distance along straight lines; 1.0 covers 99.99 % of pairs
+# within 30 units, the rest being its jumps at near-opposite hues)
+MARGIN = 1.0
+FIRST_RADIUS = 3.0
+_L_BINS, _AB_BINS, _AB_MIN = 34, 88, -132.0
 
 
 def _cell_of(lab: np.ndarray) -> np.ndarray:
@@ -65,12 +66,12 @@ def _cell_of(lab: np.ndarray) -> np.ndarray:
     return (li * _AB_BINS + ai) * _AB_BINS + bi
 
 
-def _centre_of(cells: np.ndarray) -> np.ndarray:
+def _corner_of(cells: np.ndarray) -> np.ndarray:
+    """The lowest (L, a, b) corner of each cell."""
     bi = cells % _AB_BINS
     ai = (cells // _AB_BINS) % _AB_BINS
     li = cells // (_AB_BINS * _AB_BINS)
-    return np.stack([(li + 0.5) * CELL, _AB_MIN + (ai + 0.5) * CELL, _AB_MIN + (bi + 0.5) * CELL],
-                    -1).astype(np.float32)
+    return np.stack([li * CELL, _AB_MIN + ai * CELL, _AB_MIN + bi * CELL], -1).astype(np.float32)
 
 
 @dataclass
@@ -81,7 +82,7 @@ class PaletteIndex:
     lab: np.ndarray       # (n, K, 3) float32
     weight: np.ndarray    # (n, K) float32, 0 for padded slots
     cells: np.ndarray     # (c,) int64: non-empty cells, sorted
-    centres: np.ndarray   # (c, 3) float32
+    corners: np.ndarray   # (c, 3) float32: each cell spans corner .. corner + CELL
     starts: np.ndarray    # (c + 1,) int64: entries of cell i are order[starts[i]:starts[i+1]]
     order: np.ndarray     # (e,) int64: entry = palette * K + slot
 
@@ -100,52 +101,80 @@ class PaletteIndex:
         sort = np.argsort(cell, kind="stable")
         cells, counts = np.unique(cell[sort], return_counts=True)
         starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return cls(np.asarray(rows, np.int64), lab, weight, cells, _centre_of(cells), starts,
+        return cls(np.asarray(rows, np.int64), lab, weight, cells, _corner_of(cells), starts,
                    entries[sort].astype(np.int64))
 
     def __len__(self) -> int:
         return len(self.rows)
 
-    def candidates(self, query_lab: np.ndarray, radius: float) -> np.ndarray:
-        """Palettes (positions into ``rows``) with a colour that may lie within ``radius``
-        CIEDE2000 of the query, sorted."""
-        from vismerch.features.colourspace import ciede2000_np
+    def entries_near(self, query_lab: np.ndarray, radius: float) -> np.ndarray:
+        """Palette colours (palette * K + slot) in the cells that may hold a colour within
+        ``radius`` CIEDE2000 of the query."""
+        import torch
+
+        from vismerch.features.colourspace import ciede2000
 
         if not len(self.cells):
             return np.zeros(0, np.int64)
-        near = ciede2000_np(self.centres, np.asarray(query_lab, np.float32).reshape(1, 3)) - MARGIN < radius
+        query = np.asarray(query_lab, np.float32).reshape(1, 3)
+        nearest = np.clip(query, self.corners, self.corners + CELL)
+        near = ciede2000(torch.from_numpy(nearest), torch.from_numpy(query)).numpy() - MARGIN < radius
         picked = np.flatnonzero(near)
-        if not picked.size:
-            return np.zeros(0, np.int64)
         lo, hi = self.starts[picked], self.starts[picked + 1]
         lengths = hi - lo
         offsets = np.repeat(lo - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-        entries = self.order[np.arange(int(lengths.sum())) + offsets]
-        hit = np.zeros(len(self.rows), bool)  # a mark per palette: linear, unlike a sort
-        hit[entries // self.lab.shape[1]] = True
-        return np.flatnonzero(hit)
+        return self.order[np.arange(int(lengths.sum())) + offsets]
+
+    def candidates(self, query_lab: np.ndarray, radius: float) -> np.ndarray:
+        """Palettes (positions into ``rows``) with a colour that may lie within ``radius``."""
+        return np.unique(self.entries_near(query_lab, radius) // self.lab.shape[1])
 
     def search(self, query_lab: np.ndarray, k: int, allowed: np.ndarray | None = None, *,
                sigma: float, min_score: float) -> tuple[np.ndarray, np.ndarray]:
         """(rows, scores) of the top ``k`` palettes scoring at least ``min_score``, best first
         (ties by row); ``allowed``: a bool mask over the caller's rows."""
+        query_lab = np.asarray(query_lab, np.float32).reshape(3)
         last = sigma * float(np.sqrt(np.log(1.0 / max(min_score, 1e-12))))
         radius = min(FIRST_RADIUS, last)
         while True:
-            pos = self.candidates(query_lab, radius)
-            if allowed is not None and pos.size:
-                pos = pos[allowed[self.rows[pos]]]
-            scores = colour_scores(self.lab[pos], self.weight[pos], query_lab, sigma=sigma) \
-                if pos.size else np.zeros(0, np.float32)
+            pos, scores = self._near(query_lab, radius, k, allowed, sigma)
             keep = scores >= min_score
             pos, scores = pos[keep], scores[keep]
             bound = float(np.exp(-((radius / sigma) ** 2)))  # no unseen palette scores this much
             enough = pos.size >= k and np.partition(scores, -k)[-k] >= bound
             if enough or radius >= last:
                 break
-            radius = min(radius * 2.0, last)
+            # the k-th best so far only rises: the radius whose bound it beats is far enough
+            kth = float(np.partition(scores, -k)[-k]) if pos.size >= k else 0.0
+            radius = min(sigma * float(np.sqrt(np.log(1.0 / kth))) if kth > 0 else radius * 2.0, last)
         order = np.lexsort((self.rows[pos], -scores))[:k]
         return self.rows[pos[order]], scores[order]
+
+    def _near(self, query_lab: np.ndarray, radius: float, k: int, allowed: np.ndarray | None,
+              sigma: float) -> tuple[np.ndarray, np.ndarray]:
+        """Exact scores of the palettes with a colour in the cells near the query that may
+        reach the top ``k``. Each palette's colours in those cells give a partial score; the
+        rest of its colours lie beyond ``radius`` and add less than g(radius) in all, so a
+        palette whose partial score plus that is below the k-th best partial score is out."""
+        import torch
+
+        from vismerch.features.colourspace import ciede2000
+
+        entries = self.entries_near(query_lab, radius)
+        palette = entries // self.lab.shape[1]
+        if allowed is not None and entries.size:
+            keep = allowed[self.rows[palette]]
+            entries, palette = entries[keep], palette[keep]
+        if not entries.size:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        delta = ciede2000(torch.from_numpy(self.lab.reshape(-1, 3)[entries]), torch.from_numpy(query_lab))
+        part = self.weight.reshape(-1)[entries] * np.exp(-((delta.numpy() / sigma) ** 2))
+        pos, inverse = np.unique(palette, return_inverse=True)
+        partial = np.bincount(inverse, part, minlength=pos.size)
+        if pos.size > k:
+            slack = float(np.exp(-((radius / sigma) ** 2)))
+            pos = pos[partial + slack >= np.partition(partial, -k)[-k]]
+        return pos, colour_scores(self.lab[pos], self.weight[pos], query_lab, sigma=sigma)
 
     # -- persistence --------------------------------------------------------------------
     def save(self, file: Any, token: str) -> None:
@@ -160,5 +189,5 @@ class PaletteIndex:
             if str(data["token"]) != token:
                 return None
             cells = data["cells"]
-            return cls(data["rows"], data["lab"], data["weight"], cells, _centre_of(cells),
+            return cls(data["rows"], data["lab"], data["weight"], cells, _corner_of(cells),
                        data["starts"], data["order"])
