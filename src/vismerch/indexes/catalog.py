@@ -141,6 +141,7 @@ def build(store: Any, settings: Any, colour: Any = None, products: list[Any] | N
     else:
         palettes = PaletteIndex.build(np.zeros(0, np.int64), np.zeros((0, 1, 3), np.float32),
                                       np.zeros((0, 1), np.float32))
+    colour = None  # a large catalog's vectors need not stay while the titles are indexed
     titles, fingerprint = None, None
     if any(p.title or p.description for p in products):
         encoder = _text_encoder()

@@ -32,21 +32,22 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _read_vectors(store: Any, rows: list[Any]) -> dict[str, np.ndarray]:
+def _read_vectors(store: Any, rows: list[Any]) -> tuple[list[str], np.ndarray | None]:
+    """(text keys, their vectors as one float32 matrix) from the shards ``rows`` point at."""
     from vismerch.catalog.shards import read_shard_or_none
 
-    out: dict[str, np.ndarray] = {}
     by_path: dict[str, list[Any]] = {}
     for row in rows:
         by_path.setdefault(row["path"], []).append(row)
+    keys: list[str] = []
+    blocks: list[np.ndarray] = []
     for path, items in by_path.items():
         data = read_shard_or_none(store.path / path, columns=["vector"])
         if data is None:  # a missing or damaged cache shard: those texts are encoded again
             continue
-        flat = data["vector"]
-        for row in items:
-            out[row["sha256"]] = flat[row["row"]].astype(np.float32)
-    return out
+        blocks.append(data["vector"][np.array([row["row"] for row in items])].astype(np.float32))
+        keys.extend(row["sha256"] for row in items)
+    return keys, (np.concatenate(blocks) if blocks else None)
 
 
 def text_features(store: Any, encoder: Any | None = None, write: bool = True,
@@ -76,16 +77,18 @@ def text_features(store: Any, encoder: Any | None = None, write: bool = True,
         (TEXT_BACKEND, fingerprint),
     ).fetchall()
     wanted = set(keys.values())
-    cached = _read_vectors(store, [r for r in rows if r["sha256"] in wanted])
-    missing = sorted(wanted - set(cached))
+    found, matrix = _read_vectors(store, [r for r in rows if r["sha256"] in wanted])
+    position = {key: i for i, key in enumerate(found)}
+    missing = sorted(wanted - position.keys())
     if missing:
         by_key = {keys[pid]: texts[pid] for pid in keys}
         vectors = encoder.encode_texts([by_key[k] for k in missing])
-        cached.update(zip(missing, vectors, strict=True))
+        matrix = vectors if matrix is None else np.concatenate([matrix, vectors])
+        position.update((key, len(found) + i) for i, key in enumerate(missing))
         if write:
             _write_text_shard(store, missing, vectors, fingerprint)
     ids = sorted(keys)
-    matrix = np.stack([cached[keys[pid]] for pid in ids]).astype(np.float32)
+    matrix = matrix[np.array([position[keys[pid]] for pid in ids])]
     matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)  # float16 round trip
     return ids, matrix
 
