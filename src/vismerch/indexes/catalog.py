@@ -244,12 +244,16 @@ def refresh(store: Any, settings: Any, colour: Any = None, products: list[Any] |
 
 def search_index(store: Any, settings: Any) -> CatalogIndex:
     """The saved bundle when it is current (or an ingest is writing the store now), else one
-    built now: saved when the store is writable, kept in memory when it is not."""
+    built now: saved when the store is writable, kept in memory when it is not or while an
+    ingest writes it (which saves its own at its end)."""
     from vismerch.catalog.lock import writer_holder
 
     bundle = load(store.path, settings)
-    if bundle is not None and (bundle.key == data_key(store) or writer_holder(store.path) is not None):
+    busy = writer_holder(store.path) is not None
+    if bundle is not None and (busy or bundle.key == data_key(store)):
         return bundle
+    if busy:
+        return build(store, settings, write_text=False)
     why = "has none yet" if bundle is None else "is older than the store's last ingest"
     log.warning("%s: building the search indexes once (the store %s; `vismerch reindex %s` "
                 "builds them ahead)", store.path, why, store.path)

@@ -32,7 +32,7 @@ HNSW_EF_CONSTRUCTION = 64
 HNSW_EF_SEARCH = 64
 IVF_NPROBE = 32
 IVF_MAX_LISTS = 1024
-IVF_TRAIN_PER_LIST = 48  # k-means samples per cell (FAISS warns under 39)
+IVF_TRAIN_PER_LIST = 24  # k-means samples per cell: ample for cells that are only searched
 APPROXIMATE = ("hnsw", "ivf")
 # Allowed sets up to this size are scored exactly from the stored vectors (cheap and never
 # short); larger ones go through the HNSW graph with a selector.
