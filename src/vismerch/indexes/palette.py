@@ -54,7 +54,7 @@ CELL = 3.0  # CIELAB units per cell side
 # less this (CIEDE2000 is not a distance along straight lines; 1.0 covers 99.99 % of pairs
 # within 30 units, the rest being its jumps at near-opposite hues)
 MARGIN = 1.0
-FIRST_RADIUS = 3.0
+FIRST_RADIUS = 1.5  # dense colours stop here; sparse ones widen at the cost of one cell scan
 _L_BINS, _AB_BINS, _AB_MIN = 34, 88, -132.0
 
 
@@ -107,19 +107,24 @@ class PaletteIndex:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def entries_near(self, query_lab: np.ndarray, radius: float) -> np.ndarray:
-        """Palette colours (palette * K + slot) in the cells that may hold a colour within
-        ``radius`` CIEDE2000 of the query."""
+    def cell_bounds(self, query_lab: np.ndarray) -> np.ndarray:
+        """A lower bound of CIEDE2000 from the query to any colour of each cell."""
         import torch
 
         from vismerch.features.colourspace import ciede2000
 
-        if not len(self.cells):
-            return np.zeros(0, np.int64)
         query = np.asarray(query_lab, np.float32).reshape(1, 3)
         nearest = np.clip(query, self.corners, self.corners + CELL)
-        near = ciede2000(torch.from_numpy(nearest), torch.from_numpy(query)).numpy() - MARGIN < radius
-        picked = np.flatnonzero(near)
+        return ciede2000(torch.from_numpy(nearest), torch.from_numpy(query)).numpy() - MARGIN
+
+    def entries_near(self, query_lab: np.ndarray, radius: float, bounds: np.ndarray | None = None,
+                     ) -> np.ndarray:
+        """Palette colours (palette * K + slot) in the cells that may hold a colour within
+        ``radius`` CIEDE2000 of the query (``bounds``: ``cell_bounds`` of it, when known)."""
+        if not len(self.cells):
+            return np.zeros(0, np.int64)
+        bounds = self.cell_bounds(query_lab) if bounds is None else bounds
+        picked = np.flatnonzero(bounds < radius)
         lo, hi = self.starts[picked], self.starts[picked + 1]
         lengths = hi - lo
         offsets = np.repeat(lo - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
@@ -136,8 +141,9 @@ class PaletteIndex:
         query_lab = np.asarray(query_lab, np.float32).reshape(3)
         last = sigma * float(np.sqrt(np.log(1.0 / max(min_score, 1e-12))))
         radius = min(FIRST_RADIUS, last)
+        bounds = self.cell_bounds(query_lab) if len(self.cells) else None
         while True:
-            pos, scores = self._near(query_lab, radius, k, allowed, sigma)
+            pos, scores = self._near(query_lab, radius, k, allowed, sigma, bounds)
             keep = scores >= min_score
             pos, scores = pos[keep], scores[keep]
             bound = float(np.exp(-((radius / sigma) ** 2)))  # no unseen palette scores this much
@@ -151,16 +157,16 @@ class PaletteIndex:
         return self.rows[pos[order]], scores[order]
 
     def _near(self, query_lab: np.ndarray, radius: float, k: int, allowed: np.ndarray | None,
-              sigma: float) -> tuple[np.ndarray, np.ndarray]:
+              sigma: float, bounds: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """Exact scores of the palettes with a colour in the cells near the query that may
-        reach the top ``k``. Each palette's colours in those cells give a partial score; the
-        rest of its colours lie beyond ``radius`` and add less than g(radius) in all, so a
-        palette whose partial score plus that is below the k-th best partial score is out."""
+        reach the top ``k``. Each palette's colours in those cells give a partial score; its
+        other colours lie beyond ``radius`` and add less than their weight times g(radius),
+        so a palette whose partial score plus that is below the k-th best partial score is out."""
         import torch
 
         from vismerch.features.colourspace import ciede2000
 
-        entries = self.entries_near(query_lab, radius)
+        entries = self.entries_near(query_lab, radius, bounds)
         palette = entries // self.lab.shape[1]
         if allowed is not None and entries.size:
             keep = allowed[self.rows[palette]]
@@ -168,12 +174,13 @@ class PaletteIndex:
         if not entries.size:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         delta = ciede2000(torch.from_numpy(self.lab.reshape(-1, 3)[entries]), torch.from_numpy(query_lab))
-        part = self.weight.reshape(-1)[entries] * np.exp(-((delta.numpy() / sigma) ** 2))
+        weight = self.weight.reshape(-1)[entries]
         pos, inverse = np.unique(palette, return_inverse=True)
-        partial = np.bincount(inverse, part, minlength=pos.size)
+        partial = np.bincount(inverse, weight * np.exp(-((delta.numpy() / sigma) ** 2)), minlength=pos.size)
         if pos.size > k:
-            slack = float(np.exp(-((radius / sigma) ** 2)))
-            pos = pos[partial + slack >= np.partition(partial, -k)[-k]]
+            unseen = np.maximum(self.weight[pos].sum(1) - np.bincount(inverse, weight, minlength=pos.size), 0)
+            upper = partial + unseen * float(np.exp(-((radius / sigma) ** 2)))
+            pos = pos[upper >= np.partition(partial, -k)[-k]]
         return pos, colour_scores(self.lab[pos], self.weight[pos], query_lab, sigma=sigma)
 
     # -- persistence --------------------------------------------------------------------
