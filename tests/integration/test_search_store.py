@@ -146,3 +146,14 @@ def test_reindex_builds_the_indexes_ahead(store, caplog, capsys):
     with caplog.at_level(logging.WARNING, logger="vismerch.search"), Workspace.open(store) as ws:
         assert ids(search.text(ws, "beanie", k=1)) == ["a8"]
     assert "building" not in caplog.text
+
+
+def test_hybrid_reads_the_ranking_further_as_the_full_constraint_would(store, monkeypatch):
+    from vismerch.merch import semantic
+
+    queries = [("coat", "navy"), ("shoes", "black"), ("summer", "red"), ("hat", "#f08020"), ("bag", "pink")]
+    with Workspace.open(store) as ws:
+        read_on = [ids(search.text(ws, q, colour=c, k=5)) for q, c in queries]
+        monkeypatch.setattr(semantic, "POSTFILTER_ROUNDS", 0)  # straight to every product that meets it
+        assert [ids(search.text(ws, q, colour=c, k=5)) for q, c in queries] == read_on
+    assert read_on[0] == ["a2"] and read_on[1][0] == "a5"

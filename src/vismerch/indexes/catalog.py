@@ -60,6 +60,7 @@ class CatalogIndex:
     key: str
     _positions: dict[str, int] | None = field(default=None, repr=False)
     _aligned: dict[int, tuple[Sequence[str], np.ndarray]] = field(default_factory=dict, repr=False)
+    _palette_of: np.ndarray | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -110,6 +111,22 @@ class CatalogIndex:
 
         return self.palettes.search(query_lab, k, allowed, min_score=min_score,
                                     sigma=COLOUR_SIGMA if sigma is None else sigma)
+
+    def colour_share(self, rows: np.ndarray, query_lab: np.ndarray, sigma: float | None = None,
+                     ) -> np.ndarray:
+        """Colour scores of the given catalog rows (0 for a row without a palette)."""
+        from vismerch.indexes.palette import COLOUR_SIGMA, colour_scores
+
+        if self._palette_of is None:
+            self._palette_of = np.full(len(self), -1, np.int64)
+            self._palette_of[self.palettes.rows] = np.arange(len(self.palettes))
+        pos = self._palette_of[np.asarray(rows, np.int64)]
+        out = np.zeros(len(pos), np.float32)
+        have = pos >= 0
+        if have.any():
+            out[have] = colour_scores(self.palettes.lab[pos[have]], self.palettes.weight[pos[have]],
+                                      query_lab, sigma=COLOUR_SIGMA if sigma is None else sigma)
+        return out
 
     def named(self, rows: np.ndarray, scores: np.ndarray) -> list[tuple[str, float]]:
         return [(self.ids[r], float(s)) for r, s in zip(rows.tolist(), scores.tolist(), strict=True)]

@@ -17,6 +17,7 @@ encoded. Title/description vectors are kept in the store (``indexes.titles``).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -59,16 +60,50 @@ def query_vector(encoder: Any, query: str) -> np.ndarray:
 # --------------------------------------------------------------------------- ranking
 
 
-def colour_ranking(bundle: Any, colour: str, allowed: np.ndarray | None, min_share: float = 0.1,
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, scores) of the products whose foreground is at least ``min_share`` near
-    ``colour``, best first (scores: the share of the foreground near it, ``merch.search``),
-    from the palette index."""
-    from vismerch.features.colour import parse_colour
+POSTFILTER_ROUNDS = 3  # a ranking under a colour: 4x, 16x, 64x its depth before the full set
 
-    if not len(bundle.palettes):
-        raise UsageError("the store has no colour features to constrain by colour")
-    return bundle.colour_rows(parse_colour(colour), len(bundle), allowed, min_score=min_share)
+
+@dataclass
+class ColourConstraint:
+    """Only products with at least ``min_share`` of their foreground near a colour."""
+
+    bundle: Any
+    lab: np.ndarray
+    min_share: float
+
+    def ranking(self, allowed: np.ndarray | None, depth: int) -> list[tuple[str, float]]:
+        """The products closest to the colour (scores: the share of the foreground near it,
+        ``merch.search``), best first, from the palette index."""
+        rows, scores = self.bundle.colour_rows(self.lab, depth, allowed, min_score=self.min_share)
+        return self.bundle.named(rows, scores)
+
+    def within(self, index: Any, query: np.ndarray, depth: int, allowed: np.ndarray | None,
+               ) -> list[tuple[str, float]]:
+        """``index``'s top ``depth`` for ``query`` among the allowed products that meet the
+        constraint: its ranking read further and further, each product's colour share
+        checked, and only when that falls short, the index searched within every product
+        that meets it."""
+        mask = self.bundle.index_mask(index.ids, allowed)
+        n = 4 * depth
+        for _ in range(POSTFILTER_ROUNDS):
+            hits = index.search(query, n, mask)[0]
+            rows = self.bundle.rows_of([pid for pid, _ in hits])
+            kept = [hit for hit, share in zip(hits, self.bundle.colour_share(rows, self.lab), strict=True)
+                    if share >= self.min_share]
+            if len(kept) >= depth or len(hits) < n:
+                return kept[:depth]
+            n *= 4
+        rows, _ = self.bundle.colour_rows(self.lab, len(self.bundle), allowed, min_score=self.min_share)
+        meets = np.zeros(len(self.bundle), bool)
+        meets[rows] = True
+        return index.search(query, depth, self.bundle.index_mask(index.ids, meets))[0]
+
+
+def _ranked(index: Any, query: np.ndarray, depth: int, bundle: Any, allowed: np.ndarray | None,
+            constraint: ColourConstraint | None) -> list[tuple[str, float]]:
+    if constraint is None:
+        return index.search(query, depth, bundle.index_mask(index.ids, allowed))[0]
+    return constraint.within(index, query, depth, allowed)
 
 
 def semantic_search(
@@ -105,25 +140,23 @@ def semantic_search(
     allowed = bundle.mask(category=category)  # over the bundle's rows; None: all
     rankings: list[list[tuple[str, float]]] = []
     used: list[float] = []
-    if colour:
-        rows, scores = colour_ranking(bundle, colour, allowed,
-                                      float(setting(settings, "search_colour_min_share")))
-        allowed = np.zeros(len(bundle), bool)  # the colour is a constraint, not only a ranking
-        allowed[rows] = True
-        rankings.append(bundle.named(rows[:depth], scores[:depth]))
+    constraint = _constraint(bundle, colour, settings)  # a constraint, not only a ranking
+    if constraint is not None:
+        rankings.append(constraint.ranking(allowed, depth))
         used.append(weights["colour"])
     sources = 0
     name = store.pick_backend(backend, NEURAL_BACKENDS)
     if name is not None:
-        rankings.append(_image_ranking(store, name, query, bundle, allowed, depth, settings, device, cache))
+        index, encoder = _image_index(store, name, settings, device, cache)
+        rankings.append(_ranked(index, query_vector(encoder, query), depth, bundle, allowed, constraint))
         used.append(weights["image"])
         sources += 1
     if bundle.titles is not None and len(bundle.titles):
         from vismerch.features.text import TextBackend
 
         encoder = TextBackend() if cache is None else cache.text_encoder()
-        q = encoder.encode_texts([query])
-        rankings.append(bundle.titles.search(q, depth, bundle.index_mask(bundle.titles.ids, allowed))[0])
+        rankings.append(_ranked(bundle.titles, encoder.encode_texts([query]), depth, bundle, allowed,
+                                constraint))
         used.append(weights["text"])
         sources += 1
     if sources == 0:
@@ -137,10 +170,19 @@ def semantic_search(
     return [(pid, float(score)) for pid, score in fused[:k]]
 
 
-def _image_ranking(store: Any, name: str, query: str, bundle: Any, allowed: np.ndarray | None,
-                   depth: int, settings: Any, device: str, cache: Any) -> list[tuple[str, float]]:
-    """Text -> image: the query through the neural model's text tower, against the image
-    index ingest saved (exact, or approximate for large catalogs)."""
+def _constraint(bundle: Any, colour: str | None, settings: Any) -> ColourConstraint | None:
+    from vismerch.features.colour import parse_colour
+
+    if not colour:
+        return None
+    if not len(bundle.palettes):
+        raise UsageError("the store has no colour features to constrain by colour")
+    return ColourConstraint(bundle, parse_colour(colour), float(setting(settings, "search_colour_min_share")))
+
+
+def _image_index(store: Any, name: str, settings: Any, device: str, cache: Any) -> tuple[Any, Any]:
+    """Text -> image: the image index ingest saved (exact, or approximate for large
+    catalogs) and the neural model whose text tower encodes the query."""
     from vismerch.features.neural import backend_from_fingerprint
     from vismerch.indexes.stored import similarity_index
 
@@ -149,4 +191,4 @@ def _image_ranking(store: Any, name: str, query: str, bundle: Any, allowed: np.n
         raise UsageError(f"{store.path} has no {name} features for its products")
     encoder = (backend_from_fingerprint(index.meta["fingerprint"], device=device) if cache is None
                else cache.encoder(index.meta["fingerprint"]))
-    return index.search(query_vector(encoder, query), depth, bundle.index_mask(index.ids, allowed))[0]
+    return index, encoder
