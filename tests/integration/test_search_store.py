@@ -152,6 +152,7 @@ def test_hybrid_reads_the_ranking_further_as_the_full_constraint_would(store, mo
     from vismerch.merch import semantic
 
     queries = [("coat", "navy"), ("shoes", "black"), ("summer", "red"), ("hat", "#f08020"), ("bag", "pink")]
+    monkeypatch.setattr(semantic, "POSTFILTER_MIN_ROWS", 0)  # read on even in a small catalog
     with Workspace.open(store) as ws:
         read_on = [ids(search.text(ws, q, colour=c, k=5)) for q, c in queries]
         monkeypatch.setattr(semantic, "POSTFILTER_ROUNDS", 0)  # straight to every product that meets it

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from vismerch.indexes.palette import PaletteIndex
-from vismerch.indexes.vector import VectorIndex
+from vismerch.indexes.vector import Tuning, VectorIndex
 from vismerch.merch.search import search_by_colour
 
 
@@ -79,7 +79,7 @@ def clustered(n: int, dim: int = 48, seed: int = 0) -> np.ndarray:
 def test_ivf_index_recall_against_exact(tmp_path):
     x = clustered(8000)
     ids = [f"v{i}" for i in range(len(x))]
-    ivf = VectorIndex.build(x, ids, exact_max=100, large="ivf", nprobe=16)
+    ivf = VectorIndex.build(x, ids, exact_max=100, tuning=Tuning(large="ivf", nprobe=16))
     exact = VectorIndex.build(x, ids)
     assert ivf.kind == "ivf" and exact.kind == "exact"
     queries = clustered(50, seed=9)
@@ -97,7 +97,7 @@ def test_ivf_filtered_search_returns_only_allowed_and_k_of_them(monkeypatch):
     monkeypatch.setattr(vector, "SUBSET_EXACT_MAX", 0)  # every filter through FAISS's selector
     x = clustered(6000, seed=2)
     ids = [f"v{i}" for i in range(len(x))]
-    ivf = VectorIndex.build(x, ids, exact_max=100, large="ivf", nprobe=4)
+    ivf = VectorIndex.build(x, ids, exact_max=100, tuning=Tuning(large="ivf", nprobe=4))
     for every in (2, 997):  # a loose filter, and one that leaves the probed cells short
         mask = np.arange(len(x)) % every == 0
         hits = ivf.search(x[:4], 12, mask)

@@ -19,18 +19,15 @@ def vector_backend(store: Any, prefer: str | None = None) -> str:
 
 def build_index(vectors: Any, ids: Sequence[str], settings: Any, meta: dict | None = None):
     """A VectorIndex over ``vectors`` with the index_* settings (exact up to index_exact_max)."""
-    from vismerch.indexes.vector import VectorIndex
+    from vismerch.indexes.vector import Tuning, VectorIndex
 
-    return VectorIndex.build(
-        np.asarray(vectors, np.float32), ids,
-        exact_max=int(setting(settings, "index_exact_max")),
-        hnsw_m=int(setting(settings, "index_hnsw_m")),
-        ef_construction=int(setting(settings, "index_ef_construction")),
-        ef_search=int(setting(settings, "index_ef_search")),
-        large=str(setting(settings, "index_large_kind")),
-        nprobe=int(setting(settings, "index_nprobe")),
-        meta=meta,
-    )
+    tuning = Tuning(large=str(setting(settings, "index_large_kind")),
+                    hnsw_m=int(setting(settings, "index_hnsw_m")),
+                    ef_construction=int(setting(settings, "index_ef_construction")),
+                    ef_search=int(setting(settings, "index_ef_search")),
+                    nprobe=int(setting(settings, "index_nprobe")))
+    return VectorIndex.build(np.asarray(vectors, np.float32), ids,
+                             exact_max=int(setting(settings, "index_exact_max")), tuning=tuning, meta=meta)
 
 
 def load_index(directory: Any, name: str, settings: Any):

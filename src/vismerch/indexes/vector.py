@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,18 @@ APPROXIMATE = ("hnsw", "ivf")
 SUBSET_EXACT_MAX = 20_000
 
 Allowed = np.ndarray | Iterable[str] | None
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """How an index above ``exact_max`` is built: ``large`` "hnsw" (graph degree, build and
+    query breadth) or "ivf" (cells searched per query)."""
+
+    large: str = "hnsw"
+    hnsw_m: int = HNSW_M
+    ef_construction: int = HNSW_EF_CONSTRUCTION
+    ef_search: int = HNSW_EF_SEARCH
+    nprobe: int = IVF_NPROBE
 
 
 def _as_matrix(vectors: Any, what: str) -> np.ndarray:
@@ -121,12 +134,11 @@ class VectorIndex:
     # -- construction -------------------------------------------------------------------
     @classmethod
     def build(cls, vectors: Any, ids: Sequence[str], *, exact_max: int = 50_000,
-              hnsw_m: int = HNSW_M, ef_construction: int = HNSW_EF_CONSTRUCTION,
-              ef_search: int = HNSW_EF_SEARCH, device: str = "cpu",
-              meta: dict | None = None, large: str = "hnsw",
-              nprobe: int = IVF_NPROBE) -> VectorIndex:
+              tuning: Tuning | None = None, device: str = "cpu", meta: dict | None = None,
+              ) -> VectorIndex:
         """Index ``vectors`` (n, dim) named by ``ids``; exact when n <= ``exact_max``, else
-        ``large`` ("hnsw" or "ivf")."""
+        ``tuning.large`` ("hnsw" or "ivf")."""
+        tuning = tuning or Tuning()
         ids = [str(i) for i in ids]
         raw = np.asarray(vectors, dtype=np.float32)
         if raw.size == 0 and not ids:
@@ -141,14 +153,14 @@ class VectorIndex:
         if len(ids) <= exact_max:
             index = faiss.IndexFlatIP(dim)
             kind = "exact"
-        elif large == "ivf":
-            return cls(_ivf(arr, nprobe), ids, "ivf", meta, device)
-        elif large != "hnsw":
-            raise UsageError(f"unknown index kind {large!r}", hint="hnsw or ivf")
+        elif tuning.large == "ivf":
+            return cls(_ivf(arr, tuning.nprobe), ids, "ivf", meta, device)
+        elif tuning.large != "hnsw":
+            raise UsageError(f"unknown index kind {tuning.large!r}", hint="hnsw or ivf")
         else:
-            index = faiss.IndexHNSWFlat(dim, hnsw_m, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efConstruction = ef_construction
-            index.hnsw.efSearch = ef_search
+            index = faiss.IndexHNSWFlat(dim, tuning.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = tuning.ef_construction
+            index.hnsw.efSearch = tuning.ef_search
             kind = "hnsw"
         if len(ids):
             index.add(arr)

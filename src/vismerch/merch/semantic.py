@@ -61,6 +61,7 @@ def query_vector(encoder: Any, query: str) -> np.ndarray:
 
 
 POSTFILTER_ROUNDS = 3  # a ranking under a colour: 4x, 16x, 64x its depth before the full set
+POSTFILTER_MIN_ROWS = 50_000  # below, the full set at once is cheaper than reading on
 
 
 @dataclass
@@ -85,7 +86,7 @@ class ColourConstraint:
         that meets it."""
         mask = self.bundle.index_mask(index.ids, allowed)
         n = 4 * depth
-        for _ in range(POSTFILTER_ROUNDS):
+        for _ in range(POSTFILTER_ROUNDS if len(index) > POSTFILTER_MIN_ROWS else 0):
             hits = index.search(query, n, mask)[0]
             rows = self.bundle.rows_of([pid for pid, _ in hits])
             kept = [hit for hit, share in zip(hits, self.bundle.colour_share(rows, self.lab), strict=True)
@@ -131,12 +132,7 @@ def semantic_search(
         raise UsageError("the search query is empty")
     weights = {"image": 1.0, "text": 1.0, "colour": 1.0, **(weights or {})}
     depth = max(int(setting(settings, "search_depth")), k)
-    if cache is None:
-        from vismerch.indexes.catalog import search_index
-
-        bundle = search_index(store, settings)
-    else:
-        bundle = cache.search_index()
+    bundle = _bundle(store, settings, cache)
     allowed = bundle.mask(category=category)  # over the bundle's rows; None: all
     rankings: list[list[tuple[str, float]]] = []
     used: list[float] = []
@@ -168,6 +164,15 @@ def semantic_search(
     # every ranking above is already limited to ``allowed``
     fused = reciprocal_rank_fusion(rankings, k=int(setting(settings, "search_rrf_k")), weights=used)
     return [(pid, float(score)) for pid, score in fused[:k]]
+
+
+def _bundle(store: Any, settings: Any, cache: Any) -> Any:
+    """The store's search indexes: the Workspace's (loaded once), or read here."""
+    if cache is not None:
+        return cache.search_index()
+    from vismerch.indexes.catalog import search_index
+
+    return search_index(store, settings)
 
 
 def _constraint(bundle: Any, colour: str | None, settings: Any) -> ColourConstraint | None:
