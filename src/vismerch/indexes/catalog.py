@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ class CatalogIndex:
     _positions: dict[str, int] | None = field(default=None, repr=False)
     _aligned: dict[int, tuple[Sequence[str], np.ndarray]] = field(default_factory=dict, repr=False)
     _palette_of: np.ndarray | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -86,21 +88,28 @@ class CatalogIndex:
         return keep
 
     def rows_of(self, ids: Sequence[str]) -> np.ndarray:
-        """Catalog row of each id (-1 when not a row), memoised per id list (an index's)."""
-        hit = self._aligned.get(id(ids))
-        if hit is not None and hit[0] is ids:
-            return hit[1]
+        """Catalog row of each id (-1 when not a row)."""
         positions = self.positions
-        rows = np.fromiter((positions.get(i, -1) for i in ids), np.int64, count=len(ids))
-        self._aligned[id(ids)] = (ids, rows)
-        return rows
+        return np.fromiter((positions.get(i, -1) for i in ids), np.int64, count=len(ids))
+
+    def index_rows(self, ids: Sequence[str]) -> np.ndarray:
+        """``rows_of`` an index's id list, kept for as long as this bundle (one per index)."""
+        with self._lock:
+            hit = self._aligned.get(id(ids))
+            if hit is not None and hit[0] is ids:
+                return hit[1]
+            rows = self.rows_of(ids)
+            while len(self._aligned) >= 4:  # indexes reloaded during an ingest: keep the newest
+                self._aligned.pop(next(iter(self._aligned)))
+            self._aligned[id(ids)] = (ids, rows)
+            return rows
 
     def index_mask(self, ids: Sequence[str], allowed: np.ndarray | None) -> np.ndarray | None:
         """``allowed`` (a mask over catalog rows) as a mask over the rows of an index named by
         ``ids``; None stays None (everything allowed)."""
         if allowed is None:
             return None
-        rows = self.rows_of(ids)
+        rows = self.index_rows(ids)
         return np.where(rows >= 0, allowed[np.maximum(rows, 0)], False)
 
     def colour_rows(self, query_lab: np.ndarray, k: int, allowed: np.ndarray | None = None, *,
