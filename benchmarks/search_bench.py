@@ -8,7 +8,7 @@ alone (``/bench/raw/title``: a stored title vector against the title index; ``ra
 the palette index for a colour; ``raw/similar``: a stored vector against the similarity
 index)? Target: at 1M, text, colour and similar p50 < 50 ms.
 
-Stores: up to ``--real-max`` products (default 10,000) the storefront mode's store, built by
+Stores: up to 10,000 products the storefront mode's store, built by
 the real pipeline (generated images, ingested, titles encoded at ingest); above, a synthetic
 store (``search_store.py``: products as rows, indexes built from numpy vectors with the
 index code and settings ingest uses). Each is built once under benchmarks/out/serve/ and
@@ -38,6 +38,7 @@ TEXTS = ("red dress", "navy coat", "black leather shoes", "summer hat", "green s
 COLOURS = ("navy", "red", "black", "#7fb3d5", "green", "white", "#d4a017", "pink")
 KINDS = ("text", "colour", "hybrid", "similar")
 RAW = ("title", "palette", "similar")
+REAL_MAX = 10_000  # larger catalogs are synthetic
 
 
 # ------------------------------------------------------------------------------ server side
@@ -184,7 +185,7 @@ def run_search(args) -> None:
     sizes = [int(x) for x in args.sizes.split(",")]
     results: dict = {"sizes": {}}
     for size in sizes:
-        store, info = store_for(size, getattr(args, "real_max", 10_000), args.ingest_workers)
+        store, info = store_for(size, REAL_MAX, args.ingest_workers)
         print(f"{size:,} products ({info['kind']}): {store}", flush=True)
         results["sizes"][str(size)] = {"store": info, **measure_size(store, args.seconds, args.rounds)}
     largest = results["sizes"][str(max(sizes))]["endpoints"]
