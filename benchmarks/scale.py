@@ -32,8 +32,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from vismerch.indexes.vector import VectorIndex
 from vismerch.merch.dedup import find_duplicate_groups
-from vismerch.search.index import VectorIndex
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

@@ -23,6 +23,8 @@ off, so its bookkeeping is still paid.
 
     PYTHONPATH=src .venv/bin/python benchmarks/serve.py [--products 10000] [--seconds 3]
         [--clients 1,8,32] [--json benchmarks/results/serve.json]
+
+`--mode search` (issue 28) measures each search kind instead: see benchmarks/search_bench.py.
 """
 
 from __future__ import annotations
@@ -132,8 +134,9 @@ def start_experiment(store_path: Path, collection: str) -> int:
 
 
 # ------------------------------------------------------------------------------ server
-def serve(store: str, port: int, floor_bytes: int) -> None:
-    """What `vismerch serve STORE` runs, plus the benchmark's floor route."""
+def serve(store: str, port: int, floor_bytes: int, raw: bool = False) -> None:
+    """What `vismerch serve STORE` runs, plus the benchmark's floor route (and with ``raw``
+    the search mode's raw index routes)."""
     from fastapi import Response
 
     from vismerch.serve.app import create_app
@@ -149,6 +152,10 @@ def serve(store: str, port: int, floor_bytes: int) -> None:
         return Response(body, media_type="application/json")
 
     app.add_api_route("/bench/floor", floor, methods=["GET"], include_in_schema=False)
+    if raw:
+        from search_bench import add_raw_routes
+
+        add_raw_routes(app, workspace)
     try:
         run(app, host="127.0.0.1", port=port)
     finally:
@@ -191,8 +198,11 @@ def _client_proc(port: int, path: str, headers: dict, threads: int, seconds: flo
         end = started + seconds
         while time.perf_counter() < end and len(mine) < max_requests:
             t0 = time.perf_counter()
-            # "{n}": 1,000 visitors, each client thread walking through them
-            url = path.replace("{n}", str((k * 7919 + len(mine)) % 1000)) if "{n}" in path else path
+            # "{n}": 1,000 visitors, each client thread walking through them; a list: its URLs in turn
+            if isinstance(path, list):
+                url = path[(k * 7919 + len(mine)) % len(path)]
+            else:
+                url = path.replace("{n}", str((k * 7919 + len(mine)) % 1000)) if "{n}" in path else path
             conn.request("GET", url, headers=headers)
             resp = conn.getresponse()
             resp.read()
@@ -276,7 +286,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median is kept")
     ap.add_argument("--ingest-workers", type=int, default=2)
     ap.add_argument("--json", type=Path, default=None, help="write the raw results here")
+    ap.add_argument("--mode", choices=("storefront", "search"), default="storefront",
+                    help="search: p50/p99 of each search kind per catalog size (search_bench.py)")
+    ap.add_argument("--sizes", default="10000,1000000", help="search mode: catalog sizes")
     args = ap.parse_args()
+    if args.mode == "search":
+        from search_bench import run_search
+
+        return run_search(args)
     clients = [int(c) for c in args.clients.split(",")]
 
     from vismerch.catalog import access
@@ -382,7 +399,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "_serve":
-        serve(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    if len(sys.argv) in (5, 6) and sys.argv[1] == "_serve":
+        serve(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), raw=len(sys.argv) == 6)
     else:
         main()

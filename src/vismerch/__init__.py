@@ -1,7 +1,8 @@
 """vismerch: GPU-accelerated visual merchandising.
 
 The public Python API is exported lazily so ``import vismerch`` stays light:
-``vismerch.Store``, ``vismerch.ingest``, ``vismerch.similar``, ``vismerch.search``.
+``vismerch.Store``, ``vismerch.ingest``, ``vismerch.similar``, ``vismerch.search`` (the functions of
+``vismerch.api``; the indexes behind search are the ``vismerch.indexes`` package).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 from vismerch.catalog.store import Store
 from vismerch.config import Settings
 from vismerch.errors import UsageError
-from vismerch.search.stored import similarity_index, vector_backend
+from vismerch.indexes.stored import similarity_index, vector_backend
 
 __all__ = ["check_k", "colour_search", "search", "similar", "similarity_index", "vector_backend"]
 

@@ -93,6 +93,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("index_hnsw_m", int, 32, "HNSW graph degree (links per vector) above index_exact_max: higher is more accurate, slower to build and larger."),
     Setting("index_ef_construction", int, 64, "HNSW build-time search breadth: higher builds a better graph, more slowly."),
     Setting("index_ef_search", int, 64, "HNSW query-time search breadth (raised to 2k for k results): higher is more accurate and slower."),
+    Setting("index_large_kind", str, "ivf", "Search and similarity indexes above index_exact_max: ivf (k-means cells, builds a million vectors in about a minute on two cores) or hnsw (a graph: faster queries, many minutes to build at that size)."),
+    Setting("index_nprobe", int, 32, "IVF indexes: cells searched per query (of about sqrt(n), at most 1,024): higher is more accurate and slower."),
     # grid arrangement
     Setting("arrange_weights", str, "", "Grid arrangement: the business score's blend when a command gives none, e.g. sales=0.4,ctr=0.4,newness=0.2; empty = sales and revenue 0.35, margin, newness, stock 0.1."),
     Setting("arrange_lookalike_cosine", float, 0.9, "Grid arrangement: neighbours whose vector cosine is at least this count as look-alikes."),

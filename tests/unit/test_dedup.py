@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from vismerch.errors import UsageError
+from vismerch.indexes.vector import VectorIndex
 from vismerch.merch.dedup import (
     DupGroup,
     connected_components,
@@ -14,7 +15,6 @@ from vismerch.merch.dedup import (
     plan_chunks,
     popcount,
 )
-from vismerch.search.index import VectorIndex
 
 DIM = 32
 

@@ -8,10 +8,10 @@ import numpy as np
 import torch
 
 from vismerch.config import load_settings
+from vismerch.indexes.vector import VectorIndex, locality_order
 from vismerch.merch import dupmatch
 from vismerch.merch.dedup import hamming_nearest, hamming_neighbours, popcount
 from vismerch.merch.dupfind import DupRules
-from vismerch.search.index import VectorIndex, locality_order
 
 RULES = DupRules.from_settings(load_settings(env={}))  # the default dup_* settings
 LAYOUT_AT = (RULES.structure, RULES.layout_alone)

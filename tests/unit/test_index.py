@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from vismerch.errors import StoreError, UsageError
-from vismerch.search import index as index_mod
-from vismerch.search.index import VectorIndex
+from vismerch.indexes import vector as index_mod
+from vismerch.indexes.vector import VectorIndex
 
 
 def _data(n: int = 400, dim: int = 16, seed: int = 0) -> tuple[np.ndarray, list[str]]:

@@ -7,7 +7,8 @@ import pytest
 
 from vismerch.errors import UsageError
 from vismerch.features.base import create_backend
-from vismerch.merch.semantic import product_text, query_vector, semantic_search, text_features, text_key
+from vismerch.indexes.titles import product_text, text_features, text_key
+from vismerch.merch.semantic import query_vector, semantic_search
 
 HEX = {"red": (200, 32, 44), "blue": (47, 95, 179), "black": (26, 26, 26), "green": (46, 139, 62)}
 PRODUCTS = [

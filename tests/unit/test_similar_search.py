@@ -7,9 +7,9 @@ import pytest
 
 from vismerch.errors import UsageError
 from vismerch.features.colourspace import hex_to_lab
+from vismerch.indexes.vector import VectorIndex
 from vismerch.merch.search import colour_scores, reciprocal_rank_fusion, search_by_colour
 from vismerch.merch.similar import category_mask, in_stock_mask, similar_items
-from vismerch.search.index import VectorIndex
 
 
 def _vectors(n: int = 60, dim: int = 12, seed: int = 0) -> tuple[np.ndarray, list[str]]:

@@ -233,6 +233,19 @@ def search_cmd(
     _table("results", ["id", "score"], [[d["id"], f"{d['score']:.3f}"] for d in data])
 
 
+def reindex_cmd(store: StoreArg, json_out: JsonOpt = False) -> None:
+    """Build the search indexes now (ingest does it; a store ingested before them gets them
+    on its first search otherwise)."""
+    from vismerch.service import search
+
+    built = search.reindex(open_workspace(store))
+    if json_out:
+        _print_json(built)
+        return
+    console.print(f"search indexes of {_safe(str(store))}: {built['products']:,} products, "
+                  f"{built['titles']:,} with title vectors, {built['palettes']:,} palettes")
+
+
 def report_cmd(
     store: StoreArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write.")] = Path("report.html"),
@@ -294,5 +307,6 @@ def register(app: typer.Typer) -> None:
     app.command("dupes")(dupes_cmd)
     app.command("similar")(similar_cmd)
     app.command("search")(search_cmd)
+    app.command("reindex")(reindex_cmd)
     app.command("report")(report_cmd)
     app.command("demo")(demo_cmd)

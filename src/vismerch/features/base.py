@@ -9,10 +9,12 @@ shard so that vectors of different fingerprints never mix in one index.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -185,6 +187,24 @@ def encoder_for(fingerprint: str | dict[str, Any], device: str = "cpu") -> Any:
                             hint="re-ingest the store with it (vismerch ingest ... --backend "
                                  f"{info.name})")
     return encoder
+
+
+@contextlib.contextmanager
+def quiet_progress() -> Iterator[None]:
+    """Hide transformers' model-loading bars ("Loading weights") unless stderr is a terminal:
+    a command's output (``--json`` above all) and logs must hold no bar."""
+    if sys.stderr is not None and sys.stderr.isatty():
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
 
 
 def folder_digest(folder: str | Path) -> str:

@@ -36,7 +36,7 @@ from vismerch.accel.precision import (
 )
 from vismerch.config import setting
 from vismerch.errors import UsageError, VismerchError
-from vismerch.features.base import FeatureBatch, folder_digest
+from vismerch.features.base import FeatureBatch, folder_digest, quiet_progress
 
 log = logging.getLogger("vismerch.neural")
 
@@ -358,7 +358,8 @@ def _load_hf(kind: str, model: str, revision: str | None, device: torch.device) 
     parts = _resolve_hf(kind, model, revision)
     ref, tokenizer, preprocess, pinned = parts.ref, parts.tokenizer, parts.preprocess, parts.pinned
     try:
-        module = AutoModel.from_pretrained(ref, revision=revision, dtype=torch.float32)
+        with quiet_progress():
+            module = AutoModel.from_pretrained(ref, revision=revision, dtype=torch.float32)
     except (OSError, ValueError) as exc:
         raise _load_failed(ref, exc) from exc
     module = module.eval().to(device)

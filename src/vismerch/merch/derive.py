@@ -89,22 +89,15 @@ def refresh_indexes(store: Store, settings: Settings,
     """One FAISS index per backend (newest fingerprint) under ``index/``; returns them.
     ``loaded``: features the caller already read, by backend; ``preread``: shards already
     read (see ``Store.load_features``)."""
-    from vismerch.search.index import VectorIndex
+    from vismerch.indexes.stored import build_index
 
     built: dict[str, object] = {}
     for backend in store.feature_backends():
         features = (loaded or {}).get(backend) or store.load_features(backend, preread=preread)
         if not len(features):
             continue
-        index = VectorIndex.build(
-            features.vectors.astype(np.float32),
-            features.ids,
-            exact_max=settings.index_exact_max,
-            hnsw_m=settings.index_hnsw_m,
-            ef_construction=settings.index_ef_construction,
-            ef_search=settings.index_ef_search,
-            meta={"fingerprint": features.fingerprint},
-        )
+        index = build_index(features.vectors, features.ids, settings,
+                            meta={"fingerprint": features.fingerprint})
         index.save(store.path / "index", backend)
         built[backend] = index
     return built
@@ -278,5 +271,9 @@ def refresh_derived(store: Store, settings: Settings,
     from vismerch.merch.collections import product_records, refresh_collections
 
     refresh_collections(store, product_records(store, products))  # after dedup: records carry groups
+    from vismerch.indexes import catalog as search_bundle
+
+    bundle = search_bundle.refresh(store, settings, features, products)  # titles encoded here, once
+    out["search_index"] = {"products": len(bundle), "titles": len(bundle.titles or ())}
     store.set_meta("derived", json.dumps(out, default=str))
     return out

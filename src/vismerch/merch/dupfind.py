@@ -142,7 +142,7 @@ def _unique_pairs(i: np.ndarray, j: np.ndarray, n: int) -> tuple[np.ndarray, np.
 def candidates_all(sigs: Signatures, rules: DupRules, exact_max: int = 50_000,
                    timings: dict[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs (i < j) over the whole catalog."""
-    from vismerch.search.index import VectorIndex, search_all
+    from vismerch.indexes.vector import VectorIndex, search_all
 
     timings = {} if timings is None else timings
     n = len(sigs)
@@ -193,7 +193,7 @@ def candidates_new(sigs: Signatures, new: np.ndarray, rules: DupRules,
 def index_candidates(index, row_of: dict[str, int], k: int,
                      query_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (signature rows) among each queried image's ``k`` nearest in another
-    backend's :class:`~vismerch.search.index.VectorIndex` (e.g. a neural one): all its
+    backend's :class:`~vismerch.indexes.vector.VectorIndex` (e.g. a neural one): all its
     rows, or the images at ``query_rows``. Ids the index lacks are skipped."""
     to_row = np.array([row_of.get(v, -1) for v in index.ids], dtype=np.int64)
     if query_rows is None:

@@ -18,33 +18,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import torch
 
 from vismerch.errors import UsageError
-from vismerch.features.colourspace import ciede2000
+from vismerch.indexes.palette import COLOUR_SIGMA, colour_scores
 
-COLOUR_SIGMA = 10.0
-_ROWS_PER_CHUNK = 200_000  # products per CIEDE2000 batch (bounds temporary memory)
-
-
-def colour_scores(palette_lab: Any, palette_weight: Any, query_lab: Any, *,
-                  sigma: float = COLOUR_SIGMA, device: str = "cpu") -> np.ndarray:
-    """Score (N,) of every product for one query colour; see the module docstring."""
-    lab = torch.as_tensor(np.asarray(palette_lab, dtype=np.float32), device=device)
-    weight = torch.as_tensor(np.asarray(palette_weight, dtype=np.float32), device=device)
-    if lab.ndim != 3 or lab.shape[-1] != 3 or weight.shape != lab.shape[:2]:
-        raise UsageError(f"palettes must be (N, K, 3) Lab with (N, K) weights, got "
-                         f"{tuple(lab.shape)} and {tuple(weight.shape)}")
-    query = torch.as_tensor(np.asarray(query_lab, dtype=np.float32).reshape(3), device=device)
-    out = torch.zeros(lab.shape[0], dtype=torch.float32, device=device)
-    for s in range(0, lab.shape[0], _ROWS_PER_CHUNK):
-        part, w = lab[s:s + _ROWS_PER_CHUNK], weight[s:s + _ROWS_PER_CHUNK]
-        valid = torch.isfinite(part).all(-1) & torch.isfinite(w) & (w > 0)  # padded slots
-        delta = ciede2000(torch.nan_to_num(part), query)
-        near = torch.exp(-((delta / sigma) ** 2))
-        out[s:s + _ROWS_PER_CHUNK] = torch.where(valid, w * near, 0.0).sum(-1)
-    return out.cpu().numpy()
-
+__all__ = ["COLOUR_SIGMA", "colour_scores", "reciprocal_rank_fusion", "search_by_colour"]
 
 def search_by_colour(ids: Sequence[str], palette_lab: Any, palette_weight: Any,
                      query_lab: Any, k: int, allowed_mask: np.ndarray | None = None, *,

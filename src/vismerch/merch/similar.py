@@ -2,7 +2,7 @@
 
 Filters are boolean masks aligned with ``ids`` (same category, in stock, ...), combined
 with ``&`` by the caller; :func:`category_mask` and :func:`in_stock_mask` build the usual
-ones. Works over a :class:`~vismerch.search.index.VectorIndex` (large catalogs) or a plain
+ones. Works over a :class:`~vismerch.indexes.vector.VectorIndex` (large catalogs) or a plain
 (N, d) array of L2-normalised vectors (exact, for small sets and tests).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from vismerch.errors import UsageError
-from vismerch.search.index import VectorIndex, top_k
+from vismerch.indexes.vector import VectorIndex, top_k
 
 
 def _norm(text: Any) -> str | None:

@@ -317,9 +317,9 @@ class _ReadAhead:
 
 
 DERIVE_MODULES = (  # what derive imports on first use (FAISS with the search modules)
-    "vismerch.search.index", "vismerch.merch.dedup", "vismerch.merch.dupfind",
+    "vismerch.indexes.vector", "vismerch.merch.dedup", "vismerch.merch.dupfind",
     "vismerch.merch.collections", "vismerch.catalog.dupstate", "vismerch.catalog.reviews",
-    "vismerch.features.describe", "vismerch.merch.derive",
+    "vismerch.features.describe", "vismerch.merch.derive", "vismerch.indexes.catalog",
 )
 
 

@@ -41,8 +41,8 @@ class _Thumbs:
 
 
 def _similar_strips(store: Store, ids: list[str], settings: Any = None) -> list[dict[str, Any]]:
+    from vismerch.indexes.stored import similarity_index
     from vismerch.merch.similar import similar_items
-    from vismerch.search.stored import similarity_index
 
     if not ids:
         return []

@@ -2,52 +2,32 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from vismerch.errors import InvalidInput, UsageError
 from vismerch.service._util import check_k, require_product
 from vismerch.service.models import Hit, SearchResult
 from vismerch.service.workspace import Workspace
 
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024  # an uploaded query image; pixels are capped by max_pixels
+MIN_COLOUR_SCORE = 1e-3  # under 0.1 % of the foreground near the colour is no match
 
 
 def _hits(pairs: list[tuple[str, float]]) -> list[Hit]:
     return [Hit(id=i, score=round(float(s), 4)) for i, s in pairs]
 
 
-def _allowed(ws: Workspace, category: str | None, in_stock: bool) -> set[str] | None:
-    if category is None and not in_stock:
-        return None
-    from vismerch.merch.similar import category_mask, in_stock_mask
-
-    products = ws.store.products()
-    keep = category_mask([p.category for p in products], category) if category is not None \
-        else np.ones(len(products), bool)
-    if in_stock:
-        keep &= in_stock_mask([p.stock for p in products])
-    return {p.id for p, k in zip(products, keep, strict=True) if k}
-
-
 def colour(ws: Workspace, colour: str, *, k: int = 12, category: str | None = None,
            in_stock: bool = False) -> SearchResult:
-    """Products whose foreground is closest to a colour name or ``#hex``."""
+    """Products whose foreground is closest to a colour name or ``#hex`` (the palette index)."""
     from vismerch.features.colour import parse_colour
-    from vismerch.merch.search import search_by_colour
 
     check_k(k)
     try:
         lab = parse_colour(colour)
     except UsageError as exc:
         raise InvalidInput("colour", exc.message, hint=exc.hint) from None
-    features = ws.features("colour")
-    hits: list[tuple[str, float]] = []
-    if len(features):
-        allowed = _allowed(ws, category, in_stock)
-        mask = None if allowed is None else np.array([i in allowed for i in features.ids])
-        hits = search_by_colour(features.ids, features.columns["palette_lab"],
-                                features.columns["palette_weight"], lab, k, allowed_mask=mask)
-    return SearchResult(mode="colour", colour=colour, hits=_hits(hits))
+    bundle = ws.search_index()
+    rows, scores = bundle.colour_rows(lab, k, bundle.mask(category, in_stock), min_score=MIN_COLOUR_SCORE)
+    return SearchResult(mode="colour", colour=colour, hits=_hits(bundle.named(rows, scores)))
 
 
 def text(ws: Workspace, query: str | None = None, *, colour: str | None = None,
@@ -96,8 +76,8 @@ def similar(ws: Workspace, product_id: str, *, k: int = 12, same_category: bool 
     if product.status != "ok":
         raise InvalidInput("product_id", f"product {product_id!r} has no features (its image was refused)")
     index = ws.similarity_index(backend)
-    allowed = _allowed(ws, product.category if same_category else None, in_stock)
-    mask = None if allowed is None else np.array([i in allowed for i in index.ids])
+    bundle = ws.search_index()
+    mask = bundle.index_mask(index.ids, bundle.mask(product.category if same_category else None, in_stock))
     return SearchResult(mode="similar", query=product_id,
                         hits=_hits(similar_items(index, None, product_id, k, allowed_mask=mask)))
 
@@ -131,5 +111,17 @@ def by_image(ws: Workspace, data: bytes, *, k: int = 12, category: str | None = 
         from vismerch.features.colour import ColourBackend
 
         vector = ColourBackend(settings=ws.settings).encode_images(batch).vectors
-    found = index.search(vector, k, _allowed(ws, category, in_stock))[0]
+    bundle = ws.search_index()
+    found = index.search(vector, k, bundle.index_mask(index.ids, bundle.mask(category, in_stock)))[0]
     return SearchResult(mode="image", hits=_hits(found))
+
+
+def reindex(ws: Workspace) -> dict[str, int]:
+    """Build and save the store's search indexes (title vectors included) under the writer
+    lock, as an ingest's end does; counts of what they hold."""
+    from vismerch.catalog.lock import writer_lock
+    from vismerch.indexes import catalog
+
+    with writer_lock(ws.path):
+        bundle = catalog.refresh(ws.store, ws.settings)
+    return {"products": len(bundle), "titles": len(bundle.titles or ()), "palettes": len(bundle.palettes)}

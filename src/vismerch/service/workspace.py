@@ -32,6 +32,9 @@ class Workspace:
         self._stores: list[Store] = []
         self._lock = threading.Lock()
         self._cache: dict[tuple, Any] = {}
+        self._search: tuple[Any, Any] | None = None  # (manifest stamp, search bundle)
+        self._search_lock = threading.Lock()
+        self._text: Any = None
         self.jobs: Any = None  # service.jobs.JobRunner, made on first use
 
     @classmethod
@@ -75,6 +78,7 @@ class Workspace:
                     store.close()
             self._stores.clear()
             self._cache.clear()
+            self._search = None
         self._local = threading.local()
 
     def __enter__(self) -> Workspace:
@@ -107,10 +111,35 @@ class Workspace:
         return self.cached(("features", backend), lambda: self.store.load_features(backend))
 
     def similarity_index(self, backend: str | None = None) -> Any:
-        from vismerch.search.stored import similarity_index, vector_backend
+        from vismerch.indexes.stored import similarity_index, vector_backend
 
         name = vector_backend(self.store, backend)
         return self.cached(("index", name), lambda: similarity_index(self.store, name, self.settings))
+
+    def search_index(self) -> Any:
+        """The store's search bundle (``indexes.catalog``), loaded once per process and again
+        only when an ingest saves a new one (its manifest changes); built here, once, for a
+        store that has none."""
+        from vismerch.indexes import catalog
+
+        with self._search_lock:  # one load or build at a time; requests wait for it
+            stamp = catalog.stamp(self.path)
+            if self._search is not None and self._search[0] == stamp and stamp is not None:
+                return self._search[1]
+            if self._search is not None and stamp is None:
+                return self._search[1]  # built in memory for a store that cannot keep it
+            bundle = catalog.search_index(self.store, self.settings)
+            self._search = (catalog.stamp(self.path), bundle)
+            return bundle
+
+    def text_encoder(self) -> Any:
+        """The offline text encoder that embeds search queries (loaded once)."""
+        from vismerch.features.text import TextBackend
+
+        with self._search_lock:
+            if self._text is None:
+                self._text = TextBackend()
+            return self._text
 
     def encoder(self, fingerprint: str) -> Any:
         from vismerch.features.base import encoder_for
