@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-RuleKind = Literal["pin", "boost", "bury", "hide", "bury-out-of-stock"]
+from vismerch.rules.kinds import kind_names
+
+RuleKind = Literal[kind_names()]  # type: ignore[valid-type]  # from the registry (rules.kinds)
 Reach = Literal["collection", "subtree"]
 OosPolicy = Literal["release", "substitute", "keep"]
 
@@ -75,7 +77,8 @@ class RuleIn(BaseModel):
     position: int | None = Field(None, ge=1, le=1_000_000)
     where: str | None = Field(None, max_length=4000)
     factor: float | None = Field(None, ge=0, le=100,
-                                 description="0-100 (default 50; bury-out-of-stock 100)")
+                                 description="Boost/bury strength: percent of the collection's "
+                                             "positions the products move (default: the kind's)")
     starts_at: str | None = Field(None, max_length=40, description="Date or RFC 3339 time")
     ends_at: str | None = Field(None, max_length=40, description="Exclusive")
     reach: Reach = "collection"
