@@ -21,3 +21,11 @@ def test_every_setting_has_help():
     from vismerch.config import SETTINGS
 
     assert all(s.help.strip() for s in SETTINGS)
+
+
+def test_rule_kinds_doc_is_current():
+    from vismerch.docs_gen import rules_markdown
+
+    text = (DOCS / "rules.md").read_text()
+    assert text == rules_markdown(text), "run: python -m vismerch.docs_gen"
+    assert "| `bury-out-of-stock` |" in text
