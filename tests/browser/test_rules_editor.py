@@ -11,6 +11,9 @@ import pytest
 from tests.browser.conftest import api, sign_in, snap
 
 pytestmark = pytest.mark.browser
+GONE = "id => !document.querySelector(`#arrangement .slot[data-id='${id}']`)"
+AT = ("id => { const c = document.querySelector(\"#arrangement .slot[data-position='POS']\");"
+      " return !!c && c.dataset.id === id; }")
 
 
 @pytest.fixture(scope="module")
@@ -65,22 +68,26 @@ def _slot_ids(page):
     return page.eval_on_selector_all("#arrangement .slot", "els => els.map(e => e.dataset.id)")
 
 
-def test_every_kind_through_the_form_with_count_conflicts_and_undo(page, store, server, collection, own_rules):
+def test_every_kind_through_the_form_with_count_conflicts_and_undo(page, store, server, collection,
+                                                                   own_rules):
     _, keys, _ = store
     sign_in(page, keys["merchandiser"])
     _open_rules(page, collection)
     ids = _slot_ids(page)
 
     # boost: the condition builder writes the expression; the live count matches the API's
-    _, _, members = api(server, "GET", f"/rules/count?where=true&collection={quote(collection)}", keys["viewer"])
+    _, _, members = api(server, "GET", f"/rules/count?where=true&collection={quote(collection)}",
+                        keys["viewer"])
     _new(page, "boost")
     page.select_option("#rule-form .cond-field", "price")
     page.select_option("#rule-form .cond-op", "<")
     page.fill("#rule-form .cond-value", "60")
     assert page.input_value("#rule-form textarea[name=where]") == "price < 60"
-    _, _, want = api(server, "GET", f"/rules/count?where={quote('price < 60')}&collection={quote(collection)}",
+    where = quote("price < 60")
+    _, _, want = api(server, "GET", f"/rules/count?where={where}&collection={quote(collection)}",
                      keys["viewer"])
-    page.wait_for_selector(f"#rule-form .match-count strong:text-is('{want['matches']} of {members['total']} products match')")
+    counted = f"{want['matches']} of {members['total']} products match"
+    page.wait_for_selector(f"#rule-form .match-count strong:text-is('{counted}')")
     page.fill("#rule-form input[name=factor]", "30")
     snap(page, "rule-form")
     _save(page)
@@ -96,9 +103,10 @@ def test_every_kind_through_the_form_with_count_conflicts_and_undo(page, store, 
     hidden = ids[0]
     _new(page, "hide")
     page.fill("#rule-form textarea[name=where]", f'id == "{hidden}"')
-    page.wait_for_selector("#rule-form .match-count strong:text-is('1 of %d products match')" % members["total"])
+    one = f"1 of {members['total']} products match"
+    page.wait_for_selector(f"#rule-form .match-count strong:text-is('{one}')")
     _save(page)
-    page.wait_for_function("id => !document.querySelector(`#arrangement .slot[data-id='${id}']`)", arg=hidden)
+    page.wait_for_function(GONE, arg=hidden)
     # the hide shows the product by thumbnail and name, not as an id list
     page.wait_for_selector(f"#rule-list li[data-kind=hide] .product-cell[title='{hidden}'] img")
     _new(page, "bury-out-of-stock")
@@ -116,8 +124,7 @@ def test_every_kind_through_the_form_with_count_conflicts_and_undo(page, store, 
     page.click(f"#rule-form .choice[title='Pin {product['title'] or target}']")
     page.fill("#rule-form input[name=position]", "2")
     _save(page)
-    page.wait_for_function("id => { const c = document.querySelector(\"#arrangement .slot[data-position='2']\");"
-                           " return c && c.dataset.id === id; }", arg=target)
+    page.wait_for_function(AT.replace("POS", "2"), arg=target)
     snap(page, "rules")
 
     # a second pin on slot 2 is warned about before it is saved; a second click would save
@@ -150,7 +157,7 @@ def test_every_kind_through_the_form_with_count_conflicts_and_undo(page, store, 
 
     # undo, newest first: the delete (the hide is back), the enable, the disable, the edit
     page.click("#rule-undo")
-    page.wait_for_function("id => !document.querySelector(`#arrangement .slot[data-id='${id}']`)", arg=hidden)
+    page.wait_for_function(GONE, arg=hidden)
     again = [r for r in _rules(server, keys, collection) if r["kind"] == "hide"]
     assert len(again) == 1 and again[0]["where"] == hide["where"]
     page.click("#rule-undo")  # undo the enable: disabled again
@@ -190,9 +197,7 @@ def test_preview_as_of_a_date_shows_a_scheduled_pin(page, store, server, collect
     page.wait_for_selector("#arrangement .slot")
     assert _slot_ids(page)[0] != last
     page.fill("#preview-at", "2031-01-02T09:00")
-    page.wait_for_function("id => { const c = document.querySelector(\"#arrangement .slot[data-position='1']\");"
-                           " return c && c.dataset.id === id; }", arg=last)
+    page.wait_for_function(AT.replace("POS", "1"), arg=last)
     assert "as of 2031-01-02T09:00:00Z" in page.inner_text("#editor-summary")
     page.fill("#preview-at", "2031-01-09T00:00")
-    page.wait_for_function("id => document.querySelector(\"#arrangement .slot[data-position='1']\").dataset.id !== id",
-                           arg=last)
+    page.wait_for_function(f"id => !({AT.replace('POS', '1')})(id)", arg=last)
