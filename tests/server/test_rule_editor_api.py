@@ -243,3 +243,26 @@ def test_real_time_a_boost_starting_in_two_seconds_reaches_the_storefront(clean)
             break
         time.sleep(0.2)
     assert seen is not None and start <= seen < start + timedelta(seconds=2)
+
+
+def test_preview_and_rules_take_at_as_a_query_parameter(clean):
+    client, ws, keys = clean
+    v, m = auth(keys["viewer"]), auth(keys["merchandiser"])
+    last = _members(ws)[-1]
+    r = client.post(R, headers=m, json={"kind": "pin", "collection": BIG, "product": last, "position": 1,
+                                        "oos_policy": "keep", "starts_at": "2031-01-01",
+                                        "ends_at": "2031-01-08"})
+    assert r.status_code == 201
+
+    def first(at=None):
+        got = client.post(f"{C}/{BIG}/preview", headers=v, params={"at": at} if at else None,
+                          json={"columns": [4], "limit": 4})
+        assert got.status_code == 200, got.text
+        return got.json()["slots"][0]["id"]
+
+    assert first() != last and first("2031-01-02") == last and first("2031-01-08T00:00:00Z") != last
+    active = client.get(f"{C}/{BIG}/rules", headers=v, params={"at": "2031-01-02"}).json()["items"]
+    assert [x["active"] for x in active] == [True]
+    assert client.get(f"{C}/{BIG}/rules", headers=v).json()["items"][0]["active"] is False
+    bad = client.post(f"{C}/{BIG}/preview", headers=v, params={"at": "someday"}, json={})
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "at"

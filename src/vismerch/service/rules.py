@@ -58,7 +58,7 @@ def rules_for_collection(ws: Workspace, collection: str, *, at: str | None = Non
     """Every rule that reaches ``collection``'s page: its own, the ``subtree`` rules of its
     parents (``inherited_from`` says which) and the global ones, each with ``active`` now."""
     colls.get_collection(ws.store, collection)
-    now = at or utc_timestamp()
+    now = R.parse_stamp(at, "at") or utc_timestamp()
     lineage = colls.ancestors(ws.store, collection)
     return [_model(r, now, r.scope if r.scope in lineage else None)
             for r in R.list_rules(ws.store, collection, applicable=True)

@@ -133,7 +133,7 @@ export async function render(main, ctx, [id]) {
 
   async function loadRules() {
     try {
-      st.rules = await getAll(`/collections/${enc(id)}/rules`);
+      st.rules = await getAll(`/collections/${enc(id)}/rules`, { at: st.at });
     } catch (e) {
       st.rules = [];
       st.rulesPanel = null;
