@@ -142,7 +142,12 @@ def test_every_kind_through_the_form_with_count_conflicts_and_undo(page, store, 
     assert "position 2 is also pinned" in page.inner_text("#rule-form .conflicts")
     assert page.inner_text("#rule-form button[type=submit]") == "Save anyway"
     assert sum(r["kind"] == "pin" for r in _rules(server, keys, collection)) == 1
-    page.click("#rule-form button:text-is('Cancel')")
+    _save(page)  # "Save anyway": the page says which pin lost the slot; undo takes it back
+    page.wait_for_selector("#page-conflicts li[data-kind=same-slot]")
+    assert "already pinned" in page.inner_text("#page-conflicts")
+    page.click("#rule-undo")
+    page.wait_for_selector("#page-conflicts li", state="detached")
+    assert sum(r["kind"] == "pin" for r in _rules(server, keys, collection)) == 1
 
     # edit the boost's strength; disable and enable the bury; delete the hide
     page.click(f"#rule-list li[data-rule='{boost['id']}'] button.edit")

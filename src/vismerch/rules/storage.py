@@ -36,18 +36,24 @@ def check_against_store(store: Any, rule: Rule) -> None:
         parse_where(rule.condition or "", known_fields(records), [{}, *records[:1]])
 
 
-def new_rule(kind: str, *, scope: str | None = None, condition: str | None = None,
-             product_id: str | None = None, position: int | None = None,
-             factor: float | None = None, oos_policy: str = "release",
-             note: str | None = None, starts_at: str | None = None, ends_at: str | None = None,
-             reach: str = "collection", enabled: bool = True) -> Rule:
-    """A rule (id 0) from loose input: dates parsed, the kind's default strength."""
-    if factor is None:
-        factor = get_kind(kind).default_factor
-    return Rule(0, kind, scope or None, condition or None, product_id or None,
-                int(position) if position is not None else None, float(factor), oos_policy,
-                bool(enabled), note, utc_timestamp(), parse_stamp(starts_at, "starts_at"),
-                parse_stamp(ends_at, "ends_at"), reach or "collection")
+_OPTIONAL = ("scope", "condition", "product_id", "position", "factor", "oos_policy", "note",
+             "starts_at", "ends_at", "reach", "enabled")
+
+
+def new_rule(kind: str, **fields: Any) -> Rule:
+    """A rule (id 0) from loose input (``_OPTIONAL`` fields, empty ones left out): dates
+    parsed, the kind's default strength, reach ``collection`` unless given."""
+    unknown = sorted(set(fields) - set(_OPTIONAL))
+    if unknown:
+        raise InvalidInput(unknown[0], f"a rule has no field {unknown[0]!r}")
+    get = fields.get
+    factor = get("factor")
+    return Rule(0, kind, get("scope") or None, get("condition") or None, get("product_id") or None,
+                int(get("position")) if get("position") is not None else None,
+                float(get_kind(kind).default_factor if factor is None else factor),
+                get("oos_policy") or "release", bool(get("enabled", True)), get("note"),
+                utc_timestamp(), parse_stamp(get("starts_at"), "starts_at"),
+                parse_stamp(get("ends_at"), "ends_at"), get("reach") or "collection")
 
 
 def add_rule(store: Any, kind: str, **fields: Any) -> Rule:

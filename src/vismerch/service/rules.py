@@ -69,15 +69,16 @@ def get_rule(ws: Workspace, rule_id: int) -> Rule:
     return _model(R.get_rule(ws.store, rule_id), utc_timestamp())
 
 
-def add_rule(ws: Workspace, kind: str, *, collection: str | None = None,
-             product: str | None = None, position: int | None = None, where: str | None = None,
-             factor: float | None = None, starts_at: str | None = None,
-             ends_at: str | None = None, reach: str = "collection", oos_policy: str = "release",
-             note: str | None = None, enabled: bool = True) -> Rule:
-    """Validate and store a rule (bad input: InvalidInput naming the API field)."""
-    rule = R.add_rule(ws.store, kind, scope=collection, condition=where, product_id=product,
-                      position=position, factor=factor, oos_policy=oos_policy, note=note,
-                      starts_at=starts_at, ends_at=ends_at, reach=reach, enabled=enabled)
+def add_rule(ws: Workspace, kind: str, **fields: Any) -> Rule:
+    """Validate and store a rule from the API's fields (``collection``, ``product``,
+    ``position``, ``where``, ``factor``, ``starts_at``, ``ends_at``, ``reach``,
+    ``oos_policy``, ``note``, ``enabled``); bad input: InvalidInput naming the API field."""
+    from vismerch.errors import InvalidInput
+
+    unknown = [k for k in fields if k not in _FIELDS or k == "kind"]
+    if unknown:
+        raise InvalidInput(unknown[0], f"a rule has no field {unknown[0]!r}")
+    rule = R.add_rule(ws.store, kind, **{_FIELDS[k]: v for k, v in fields.items()})
     return _model(rule, utc_timestamp())
 
 
@@ -126,7 +127,8 @@ def check_rule(ws: Workspace, fields: dict[str, Any], rule_id: int | None = None
     InvalidInput naming the field, as saving would."""
     store = ws.store
     if rule_id is None:
-        rule = storage.new_rule(**{_FIELDS[k]: v for k, v in fields.items() if k in _FIELDS})
+        fields = {_FIELDS[k]: v for k, v in fields.items() if k in _FIELDS}
+        rule = storage.new_rule(fields.pop("kind"), **fields)
         storage.check_against_store(store, rule)
     else:
         rule = storage.changed_rule(store, rule_id, {_FIELDS[k]: v for k, v in fields.items()

@@ -100,6 +100,7 @@ export async function render(main, ctx, [id]) {
     const res = await post(`/collections/${enc(id)}/preview`, { columns: WIDTHS, mode: st.mode, offset, limit, at: st.at || null });
     st.total = res.total;
     st.applied = res.rules || [];
+    st.conflicts = res.conflicts || [];
     st.share = res.business_share;
     return res.slots;
   }
@@ -440,7 +441,7 @@ export async function render(main, ctx, [id]) {
       st.rulesPanel = rulesPanel(ctx, id, { editable, onChange: reload });
       clear(tabs.rules).append(st.rulesPanel.el);
     }
-    st.rulesPanel.draw(st.rules);
+    st.rulesPanel.draw(st.rules, st.conflicts);
   }
 
   async function drawStorefront() {

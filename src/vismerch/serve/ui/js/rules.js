@@ -67,11 +67,12 @@ export function rulesPanel(ctx, collection, { editable, onChange }) {
   const head = h("div", { class: "inline" });
   const formBox = h("div", { id: "rule-form-box" });
   const list = h("ol", { class: "rule-list", id: "rule-list", "aria-label": "Rules on this page" });
+  const settled = h("div", { class: "conflicts", id: "page-conflicts", role: "status" });
   const undoBtn = h("button", { type: "button", id: "rule-undo", on: { click: () => undoLast() } }, "Undo");
   let meta = null;
   let rules = [];
 
-  el.append(head, formBox, list);
+  el.append(head, formBox, settled, list);
 
   async function loadMeta() {
     if (!meta) {
@@ -184,11 +185,20 @@ export function rulesPanel(ctx, collection, { editable, onChange }) {
       actions);
   }
 
-  function draw(next) {
+  // the conflicts the arrangement settled (a pin that lost its slot, a pin on a hidden product)
+  function drawConflicts(conflicts) {
+    clear(settled);
+    if (!conflicts.length) return;
+    settled.append(h("strong", {}, "Settled on this page:"),
+      h("ul", {}, conflicts.map((c) => h("li", { dataset: { kind: c.kind } }, `rule #${c.rule}: ${c.resolution}`))));
+  }
+
+  function draw(next, conflicts = []) {
     rules = next;
     clear(head).append(h("span", { class: "muted" }, `${rules.length} rules reach this page (own, inherited, global).`));
     if (editable) head.append(h("button", { type: "button", class: "primary", id: "new-rule", on: { click: () => openForm() } }, "New rule"), undoBtn);
     drawUndo();
+    drawConflicts(conflicts);
     clear(list).append(...rules.map(card));
   }
 
