@@ -195,6 +195,11 @@ def test_a_scheduled_boost_goes_live_at_its_start_without_a_republish(clean):
         "starts_at": stamp(start), "ends_at": stamp(end)})
     assert r.status_code == 201, r.text
     assert _storefront_ids(client, keys, BIG) == order  # not yet
+    r = client.get(f"{SF}/{BIG}", headers=auth(keys["storefront"]))
+    assert "max-age=60," in r.headers["Cache-Control"]  # the start is a minute away: a full minute
+    client.app.state.clock = lambda: stamp(start - timedelta(seconds=20))
+    r = client.get(f"{SF}/{BIG}", headers=auth(keys["storefront"]))
+    assert "max-age=20," in r.headers["Cache-Control"]  # no cache keeps it past the start
     client.app.state.clock = lambda: stamp(start - timedelta(seconds=1))
     assert _storefront_ids(client, keys, BIG) == order
     client.app.state.clock = lambda: stamp(start)

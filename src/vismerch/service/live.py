@@ -84,8 +84,11 @@ class LiveGrids:
         """Compute (and keep) the live grid at ``now``."""
         version = self.changes.value()  # before reading: a commit meanwhile is seen next time
         grid = live_grid(store, collection, now)
+        until = next_rule_change(store, now)
+        if grid is not None:
+            grid["until"] = until  # the next moment a rule starts or ends: this grid may change
         if version is not None:
-            entry = _Entry(version, now, next_rule_change(store, now), grid)
+            entry = _Entry(version, now, until, grid)
             with self._lock:
                 if len(self._entries) >= self.size:
                     self._entries.clear()

@@ -16,6 +16,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from datetime import datetime
 from typing import Annotated
 from urllib.parse import quote
 
@@ -150,6 +151,10 @@ async def storefront_page(
     payload, tag = hit
     # a visitor's own variant: no shared cache may hand it to another shopper
     headers = {"ETag": quoted(tag), "Cache-Control": CACHE_CONTROL if arm is None else PRIVATE_CACHE}
+    if live.get("until") is not None:  # a rule starts or ends soon: no cache may keep this past it
+        age = _seconds_until(live["until"], request.app.state.clock())
+        if age < 60:
+            headers["Cache-Control"] = headers["Cache-Control"].replace("max-age=60", f"max-age={age}")
     if arm is not None and x_visitor_id and not visitor:
         headers["Vary"] = "X-Visitor-Id"
     if etag_matches(if_none_match, tag):
@@ -216,6 +221,15 @@ class _Arms:
             self._version = version
             self._running.clear()
             self._arms.clear()
+
+
+def _seconds_until(stamp: str, now: str) -> int:
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    try:
+        gap = datetime.strptime(stamp, fmt) - datetime.strptime(now, fmt)
+    except ValueError:
+        return 0
+    return max(0, int(gap.total_seconds()))
 
 
 def _now() -> str:
