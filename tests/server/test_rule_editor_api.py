@@ -271,3 +271,38 @@ def test_preview_and_rules_take_at_as_a_query_parameter(clean):
     assert client.get(f"{C}/{BIG}/rules", headers=v).json()["items"][0]["active"] is False
     bad = client.post(f"{C}/{BIG}/preview", headers=v, params={"at": "someday"}, json={})
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "at"
+
+
+def test_a_dated_boost_reaches_the_variants_of_a_running_experiment(clean):
+    from vismerch.service import versions
+    from vismerch.service.collections import create_collection
+
+    client, ws, keys = clean
+    now = datetime.now(UTC).replace(microsecond=0)
+    client.app.state.clock = lambda: stamp(now)
+    create_collection(ws, "ab-live", where=f'category == "{BIG}"')
+    order = _publish_plain(client, ws, keys, "ab-live")
+    versions.save_order(ws, "ab-live", "reversed", order[::-1])
+    r = client.post(f"{API_PREFIX}/experiments", headers=auth(keys["merchandiser"]), json={
+        "collection": "ab-live", "variants": [ws.store.db.execute(
+            "SELECT name FROM arrangement_versions WHERE collection = 'ab-live' ORDER BY id").fetchone()[0],
+            "reversed"]})
+    assert r.status_code == 201, r.text
+    target = order[len(order) // 2]
+    start = now + timedelta(minutes=1)
+    client.post(R, headers=auth(keys["merchandiser"]), json={
+        "kind": "boost", "collection": "ab-live", "where": f'id == "{target}"', "factor": 100,
+        "starts_at": stamp(start)})
+
+    def firsts():
+        out = {}
+        for k in range(24):
+            page = client.get(f"{SF}/ab-live", headers=auth(keys["storefront"]),
+                              params={"visitor": f"v{k}"}).json()
+            out[page["variant"]] = page["items"][0]["id"]
+        return out
+
+    before = firsts()
+    assert len(before) == 2 and target not in before.values()
+    client.app.state.clock = lambda: stamp(start)
+    assert set(firsts().values()) == {target}  # both variants, without a republish

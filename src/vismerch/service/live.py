@@ -29,8 +29,12 @@ def live_grid(store: Any, collection: str, now: str) -> dict[str, Any] | None:
     ``scheduled``: the dated rules that changed it since it was arranged (empty: the grid as
     published). None when nothing is published."""
     grid = read_grid(store, collection)
-    if grid is None:
-        return None
+    return None if grid is None else live_version(store, collection, grid, now)
+
+
+def live_version(store: Any, collection: str, grid: dict[str, Any], now: str) -> dict[str, Any]:
+    """A grid (``read_grid``'s or ``version_grid``'s dict: an experiment's variant) with the
+    dated rules that changed since its version was arranged applied at ``now``."""
     version = vstore.version_by_id(store, grid["version_id"])
     baked = version["created_at"] if version else grid["published_at"]
     lineage = colls.ancestors(store, collection)

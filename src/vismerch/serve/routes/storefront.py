@@ -33,7 +33,7 @@ from vismerch.experiments.assign import HOLDOUT, assign, in_window
 from vismerch.serve.auth import require
 from vismerch.serve.errors import ApiError
 from vismerch.serve.routes.common import etag_matches, page_limit, quoted, store
-from vismerch.service.live import LiveGrids
+from vismerch.service.live import LiveGrids, live_version
 
 router = APIRouter(tags=["storefront"])
 # published grids are what a public storefront shows anyway; a minute of caching, then
@@ -97,7 +97,11 @@ def _render(request: Request, collection: str, columns: int, offset: int, limit:
             version_id: int | None = None, experiment: tuple[int, str] | None = None,
             live: dict | None = None) -> tuple[bytes, str]:
     """A page of the live grid ``live``, or of version ``version_id`` (an experiment's variant)."""
-    grid = live if version_id is None else version_grid(store(request), version_id)
+    grid = live
+    if version_id is not None:  # an experiment's variant: its dated rules applied as the live grid's
+        variant = version_grid(store(request), version_id)
+        grid = None if variant is None else live_version(store(request), collection, variant,
+                                                          request.app.state.clock())
     if grid is None:  # unpublished between the two queries
         raise ApiError(404, "not_found", f"collection {collection!r} has no published arrangement")
     ids, thumbs = grid["ids"], grid["thumbs"]
@@ -141,7 +145,7 @@ async def storefront_page(
                        hint=f"publish a version first: POST /api/v1/collections/{collection}/publish")
     pages: _Pages = request.app.state.storefront_pages
     arm = _experiment_arm(request, collection, visitor or x_visitor_id)
-    key = (collection, live["etag"], columns, offset, limit, arm)
+    key = (collection, live["etag"], live.get("until"), columns, offset, limit, arm)
     hit = pages.get(key)
     if hit is None:
         version_id, experiment = (None, None) if arm is None else (arm[2], arm[:2])
