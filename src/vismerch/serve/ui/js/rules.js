@@ -50,6 +50,12 @@ function productChip(pid) {
   return h("span", { class: "product-cell", title: pid }, img, name);
 }
 
+// a rule in words for a toast, its product by name
+async function said(r) {
+  if (r.kind === "pin") return `pin ${await titleOf(r.product)} at ${r.position}`;
+  return `${r.kind} ${r.kind === "bury-out-of-stock" ? "" : r.where || ""}`.trim();
+}
+
 function when(r) {
   if (!r.starts_at && !r.ends_at) return "always";
   return `${r.starts_at ? fmt(r.starts_at) : "…"} → ${r.ends_at ? fmt(r.ends_at) : "…"}`;
@@ -126,7 +132,7 @@ export function rulesPanel(ctx, collection, { editable, onChange }) {
           ctx.toast(`Rule #${saved.id} saved`);
         } else {
           push(`new rule #${saved.id}`, () => call("DELETE", `/rules/${live(saved.id)}`));
-          ctx.toast(`Added rule #${saved.id}: ${saved.description.replace(/^rule #\d+: /, "")}`);
+          ctx.toast(`Added rule #${saved.id}: ${await said(saved)}`);
         }
         await onChange();
       } });
@@ -153,7 +159,7 @@ export function rulesPanel(ctx, collection, { editable, onChange }) {
         const made = await post("/rules", again);
         renamed.set(live(r.id), made.id);
       });
-      ctx.toast(`Rule #${r.id} deleted`);
+      ctx.toast(`Deleted rule #${r.id}: ${await said(r)}`);
     } catch (e) {
       ctx.fail(e);
     }
