@@ -101,6 +101,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("arrange_window", int, 32, "Grid arrangement: candidates per slot; also the most positions diversity may push a product below its plain place."),
     Setting("arrange_business_floor", float, 0.98, "Grid arrangement: keep at least this share of the plain order's DCG over the first 48 positions."),
     Setting("arrange_first_screen_rows", int, 2, "Grid arrangement: rows of the widest grid counted as the first screen (quality-flagged products stay below it unless pinned)."),
+    Setting("rules_bury_out_of_stock", bool, True, "Grid arrangement: bury out-of-stock products to the bottom of every collection (an implicit rule shown in \"why here\"), unless a bury-out-of-stock rule reaches the page."),
     # neural encoders, tagging and search
     Setting("precision", str, "auto", "Neural precision: auto|fp32|bf16|fp16|fp8|fp4 (auto = fastest the device has, verified)."),
     Setting("precision_min_cosine", float, 0.995, "Low-precision embeddings must keep this mean cosine vs fp32 on a calibration batch, else step down."),

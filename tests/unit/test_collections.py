@@ -4,6 +4,7 @@ the store-level arrangement, the CLI and the preview hooks."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -117,7 +118,10 @@ def test_arrange_collection_end_to_end(store):
     add_rule(store, "pin", scope="summer-dresses", product_id="P15", position=1)
     add_rule(store, "pin", scope="summer-dresses", product_id="P21", position=2)  # stock 0
     add_rule(store, "bury", scope="summer-dresses", condition="price > 120", factor=100)
-    result = arrange_collection(store, "summer-dresses", columns=2, columns_set="2,3")
+    # the explicit rules alone (out-of-stock P00 not buried by the setting): see
+    # test_out_of_stock_products_are_buried_by_default for that
+    plain = SimpleNamespace(rules_bury_out_of_stock=False)
+    result = arrange_collection(store, "summer-dresses", columns=2, columns_set="2,3", settings=plain)
     assert result.ids[0] == "P15" and result.arrangement.slots[0].kind == "pinned"
     assert result.events == [{"kind": "release", "rule": 2, "product": "P21", "position": 2}]
     assert set(result.ids) == set(C.members(store, "summer-dresses"))
@@ -125,7 +129,7 @@ def test_arrange_collection_end_to_end(store):
     assert result.arrangement.params["first_screen"] == 6
     assert pos["P06"] >= 6  # flagged (blur): below the first screen
     assert pos["P21"] >= 6  # released, then buried (price 135)
-    assert "buried -1.00 by rule #3" in result.arrangement.slots[pos["P21"]].reason
+    assert "buried 100% of the positions by rule #3" in result.arrangement.slots[pos["P21"]].reason
     assert result.arrangement.business["ratio"] >= 0.98
     with pytest.raises(UsageError):
         arrange_collection(store, "no-such")
@@ -163,3 +167,17 @@ def test_before_after_hook(store, tmp_path):
     assert sorted(out["before"]["ids"]) == sorted(out["after"]["ids"])
     assert sum(out["after"]["lookalikes"].values()) <= sum(out["before"]["lookalikes"].values())
     assert out["business"]["ratio"] >= 0.98
+
+
+def test_out_of_stock_products_are_buried_by_default(store):
+    members = C.members(store, "shoes")
+    oos = [p.id for p in store.products() if p.id in members and p.stock == 0]
+    assert oos  # the catalogue has some
+    on = arrange_collection(store, "shoes", columns=4)
+    assert on.ids[-len(oos):] == sorted(oos, key=on.ids.index) and set(on.ids[-len(oos):]) == set(oos)
+    reason = on.arrangement.slots[on.ids.index(oos[0])].reason
+    assert "out of stock, setting rules_bury_out_of_stock" in reason
+    assert on.applied == []  # the implicit rule is not a stored one
+    off = arrange_collection(store, "shoes", columns=4,
+                             settings=SimpleNamespace(rules_bury_out_of_stock=False))
+    assert "rules_bury_out_of_stock" not in off.arrangement.slots[off.ids.index(oos[0])].reason

@@ -47,3 +47,11 @@ def test_setting_notes_name_only_settings_that_exist():
 
     named = re.findall(r"^## `([a-z0-9_]+)`$", (DOCS / "setting-notes.md").read_text(), re.M)
     assert named and set(named) <= {s.name for s in SETTINGS}
+
+
+def test_rule_kinds_doc_is_current():
+    from vismerch.docs_gen import rules_markdown
+
+    text = (DOCS / "rules.md").read_text()
+    assert text == rules_markdown(text), "run: python -m vismerch.docs_gen"
+    assert "| `bury-out-of-stock` |" in text

@@ -23,23 +23,39 @@ def rule(id, kind, **kw):
     return R.Rule(id, kind, **kw)
 
 
-def test_boost_and_bury_move_by_factor_over_100():
+def test_boost_and_bury_move_by_a_share_of_the_positions():
     recs = records()
-    base = np.linspace(0.5, 0.0, 6)
+    base = np.linspace(0.5, 0.0, 6)  # P0 first ... P5 last
     res = R.resolve([rule(1, "boost", condition='brand == "acme"', factor=30),
                      rule(2, "bury", condition="price >= 40", factor=100)], recs, base)
-    expected = base + np.array([0, .3, 0, .3, 0, .3]) - np.array([0, 0, 0, 0, 1, 1])
-    np.testing.assert_allclose(res.scores, expected)
-    assert any("boosted +0.30 by rule #1" in n for n in res.notes[1])
-    assert any("buried -1.00 by rule #2" in n for n in res.notes[5])
+    order = [int(i) for i in np.lexsort((np.arange(6), -res.scores))]
+    # boost 30 of 6 = about 2 places up: P1 to the top, P3 above P2; P4 and P5 (bury 100
+    # outweighs P5's boost) at the bottom, in their own order
+    assert order == [1, 0, 3, 2, 4, 5]
+    assert any("boosted 30% of the positions by rule #1" in n for n in res.notes[1])
+    assert any("buried 100% of the positions by rule #2" in n for n in res.notes[5])
     assert 0 not in res.notes
+
+
+def test_bury_strength_moves_to_a_position_not_always_last():
+    n = 40
+    recs = [{"id": f"P{i:02d}", "brand": "acme" if i == 4 else "other"} for i in range(n)]
+    base = np.linspace(0.9, 0.3, n)  # a narrow spread, as real business scores have
+    for factor, place in ((25, 14), (50, 24), (100, 39)):
+        res = R.resolve([rule(1, "bury", condition='brand == "acme"', factor=factor)], recs, base)
+        order = list(np.lexsort((np.arange(n), -res.scores)))
+        assert order.index(4) == place, (factor, order.index(4))
+        others = [i for i in order if i != 4]
+        assert others == sorted(others)  # nobody else moved
+    res = R.resolve([rule(1, "boost", condition='brand == "acme"', factor=5)], recs, base)
+    assert list(np.lexsort((np.arange(n), -res.scores))).index(4) == 2
 
 
 def test_bury_out_of_stock_and_hide():
     recs = records(P2={"stock": 0}, P3={"stock": None})
     res = R.resolve([rule(1, "bury-out-of-stock", factor=100),
                      rule(2, "hide", condition='brand == "zenith" and price > 0')], recs, np.ones(6))
-    assert res.scores[2] == 0.0  # stock 0 buried
+    assert res.scores[2] < 1.0 and np.all(np.delete(res.scores, 2) == 1.0)  # stock 0 buried
     assert res.scores[3] == 1.0  # unknown stock is not out of stock
     assert sorted(res.hidden) == [2, 4]
     assert res.hidden[2] == [2]
@@ -222,9 +238,9 @@ def test_resolve_applies_a_scheduled_pin_only_inside_its_window():
     before = R.resolve(rules, records(), np.ones(6), at="2026-11-30T12:00:00Z")
     assert before.pins == {} and before.scores[4] == 1.0 and before.applied == set()
     during = R.resolve(rules, records(), np.ones(6), at="2026-12-21T00:00:00Z")
-    assert during.pins == {0: 5} and during.scores[4] == 2.0 and during.applied == {1, 2}
+    assert during.pins == {0: 5} and during.scores[4] > 1.0 and during.applied == {1, 2}
     after = R.resolve(rules, records(), np.ones(6), at="2026-12-24T00:00:00Z")
-    assert after.pins == {} and after.scores[4] == 2.0 and after.applied == {2}
+    assert after.pins == {} and after.scores[4] > 1.0 and after.applied == {2}
 
 
 def test_reach_subtree_goes_down_to_sub_collections_and_reach_collection_does_not():

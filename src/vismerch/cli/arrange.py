@@ -25,6 +25,7 @@ from vismerch.cli.output import print_json as _print_json
 from vismerch.cli.output import safe as _safe
 from vismerch.cli.output import say as _say
 from vismerch.cli.output import table as _table
+from vismerch.rules.kinds import kind_names
 
 CollectionOpt = Annotated[str | None, typer.Option("--collection", "-c",
                                                    help="Collection name (see `vismerch collections`).")]
@@ -225,7 +226,7 @@ def arrange_cmd(
 
 # ---------------------------------------------------------------- rules
 
-rules_app = typer.Typer(help="Merchandising rules: pin, boost, bury, hide, bury-out-of-stock.",
+rules_app = typer.Typer(help="Merchandising rules: " + ", ".join(kind_names()) + ".",
                         no_args_is_help=True)
 RuleIdArg = Annotated[int, typer.Argument(help="Rule id.")]
 StartsOpt = Annotated[str | None, typer.Option(
@@ -249,7 +250,7 @@ _RULE_COLUMNS = ["id", "kind", "scope", "what", "reach", "starts", "ends", "acti
 @rules_app.command("add")
 def rules_add(
     store: StoreArg,
-    kind: Annotated[str, typer.Argument(help="pin | boost | bury | hide | bury-out-of-stock")],
+    kind: Annotated[str, typer.Argument(help=" | ".join(kind_names()))],
     collection: CollectionOpt = None,
     where: Annotated[str | None, typer.Option(
         "--where", help="Condition for boost, bury and hide.")] = None,
@@ -257,7 +258,8 @@ def rules_add(
     position: Annotated[int | None, typer.Option(
         "--position", help="Pin: 1-based position.")] = None,
     factor: Annotated[float | None, typer.Option(
-        "--factor", help="Boost/bury strength 0-100 (default 50; bury-out-of-stock 100).")] = None,
+        "--factor", help="Boost/bury strength 0-100: percent of the collection's positions the "
+                         "products move (100: to the top or bottom); default per kind.")] = None,
     oos: Annotated[str, typer.Option(
         "--oos", help=
             "Pin when out of stock: release, substitute (most similar in stock) or keep.")] = "release",

@@ -102,6 +102,15 @@ def collection_vectors(store: Any, ids: Sequence[str], backend: str | None,
     return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
 
 
+def implicit_rules(settings: Any, rules: Sequence[rules_mod.Rule]) -> list[rules_mod.Rule]:
+    """The rules a setting adds to every page: out-of-stock products buried to the bottom
+    (``rules_bury_out_of_stock``) unless a bury-out-of-stock rule already reaches it."""
+    if not _setting(settings, "rules_bury_out_of_stock") or \
+            any(r.kind == "bury-out-of-stock" for r in rules):
+        return []
+    return [rules_mod.Rule(0, "bury-out-of-stock", factor=100.0)]
+
+
 def parse_columns(columns: int | str | Sequence[int] | None, columns_set: Any = None
                   ) -> tuple[int, ...]:
     """``4`` and ``"2,3,4,5"`` -> widths; the primary width (``columns``) comes first."""
@@ -168,6 +177,7 @@ def arrange_collection(
     vectors = collection_vectors(store, [p.id for p in products], chosen, load_features)
     at = at or utc_timestamp()
     rule_list = rules_mod.list_rules(store, name, applicable=True, enabled_only=True, at=at)
+    rule_list += implicit_rules(settings, rule_list)
     res = rules_mod.resolve(rule_list, records, base.score, collection=name, vectors=vectors,
                             reverted=rules_mod.reverted_pins(store, name),
                             lineage=colls.ancestors(store, name), at=at)

@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-RuleKind = Literal["pin", "boost", "bury", "hide", "bury-out-of-stock"]
+from vismerch.rules.kinds import kind_names
+
+RuleKind = Literal[kind_names()]  # type: ignore[valid-type]  # from the registry (rules.kinds)
 Reach = Literal["collection", "subtree"]
 OosPolicy = Literal["release", "substitute", "keep"]
 
@@ -75,7 +77,8 @@ class RuleIn(BaseModel):
     position: int | None = Field(None, ge=1, le=1_000_000)
     where: str | None = Field(None, max_length=4000)
     factor: float | None = Field(None, ge=0, le=100,
-                                 description="0-100 (default 50; bury-out-of-stock 100)")
+                                 description="Boost/bury strength: percent of the collection's "
+                                             "positions the products move (default: the kind's)")
     starts_at: str | None = Field(None, max_length=40, description="Date or RFC 3339 time")
     ends_at: str | None = Field(None, max_length=40, description="Exclusive")
     reach: Reach = "collection"
@@ -167,3 +170,44 @@ class Preview(BaseModel):
     conflicts: list[dict[str, Any]] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     backend: str | None = None
+
+
+class RuleKindInfo(BaseModel):
+    """A registered rule kind, as the workbench's rule form builds itself from."""
+
+    name: str
+    summary: str
+    target: Literal["product", "condition"]
+    uses_factor: bool
+    default_factor: float
+    hides: bool
+    fixed_condition: str | None = None
+
+
+class RuleConflict(BaseModel):
+    kind: str = Field(description="same-slot | pinned-twice | pin-on-hidden")
+    rule: int = Field(description="The stored rule it conflicts with.")
+    description: str
+    message: str
+
+
+class RuleCheck(BaseModel):
+    ok: bool = Field(description="False when the rule is invalid or conflicts with another.")
+    conflicts: list[RuleConflict] = Field(default_factory=list)
+
+
+class RuleCheckIn(RuleIn):
+    id: int | None = Field(None, ge=1, le=2**62, description="Checking an edit of this rule.")
+
+
+class ProductField(BaseModel):
+    name: str
+    type: Literal["number", "text", "boolean", "list"]
+    values: list[str] = Field(default_factory=list, description="Common values (text fields).")
+
+
+class MatchCount(BaseModel):
+    matches: int
+    total: int = Field(description="Products looked at (the collection's, or the catalog's).")
+    sample: list[dict[str, Any]] = Field(default_factory=list,
+                                         description="Up to 8 matches: {id, title}.")

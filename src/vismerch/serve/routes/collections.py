@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 
 from vismerch.serve.auth import Principal, allowed, require
 from vismerch.serve.routes.common import Paging, page_limit, workspace
@@ -21,6 +21,8 @@ from vismerch.service.models_merch import (
 from vismerch.service.paging import Page, paginate
 
 router = APIRouter(tags=["collections"])
+AsOf = Annotated[str | None, Query(max_length=40, description=(
+    "As of this date or RFC 3339 time (default now): rules as they will be (or were) active then"))]
 viewer = Depends(require("viewer"))
 merchandiser = Depends(require("merchandiser"))
 CollectionId = Annotated[str, Path(min_length=1, max_length=200, description="Collection id")]
@@ -54,9 +56,10 @@ def delete_collection(request: Request, collection: CollectionId,
 
 @router.get("/collections/{collection}/rules", response_model=Page[Rule],
             summary="The rules that reach this page (own, inherited from parents, global), by id")
-def collection_rules(request: Request, collection: CollectionId, paging: Paging,
+def collection_rules(request: Request, collection: CollectionId, paging: Paging, at: AsOf = None,
                      _: object = viewer) -> Page[Rule]:
-    return paginate(rules.rules_for_collection(workspace(request), collection), lambda r: [r.id], *paging)
+    return paginate(rules.rules_for_collection(workspace(request), collection, at=at),
+                    lambda r: [r.id], *paging)
 
 
 def _read_only(request: Request) -> None:
@@ -69,10 +72,10 @@ def _read_only(request: Request) -> None:
 @router.post("/collections/{collection}/preview", response_model=Preview,
              summary="Arrange for several widths at once; one page of explained slots",
              dependencies=[Depends(_read_only)])
-def preview(request: Request, collection: CollectionId, body: PreviewIn,
+def preview(request: Request, collection: CollectionId, body: PreviewIn, at: AsOf = None,
             _: object = viewer) -> Preview:
     prefix = str(request.scope.get("root_path", "")) + "/api/v1/products/"
     return arrangements.preview(workspace(request), collection, columns=body.columns,
                                 mode=body.mode, offset=body.offset,
-                                limit=page_limit(request, body.limit), at=body.at,
+                                limit=page_limit(request, body.limit), at=at or body.at,
                                 thumbnail_prefix=prefix)

@@ -1,8 +1,10 @@
 """GET /storefront/collections/{collection}: a page of the published grid, for storefronts.
 
-Served from the precomputed grid that publish and rollback write (``catalog.grids``): per
-request one primary-key lookup (the grid's ETag) and, when that page was answered before,
-bytes from a small in-process cache, on the event loop (no thread hop). No model, feature
+Served from the precomputed grid that publish and rollback write (``catalog.grids``), as it
+is live now: dated rules that started or ended since it was arranged are applied at read
+time (``service.live``). Per request a ``PRAGMA data_version`` and, when that page was
+answered before, bytes from a small in-process cache, on the event loop (no thread hop); the
+live grid is recomputed only when the store changes or a rule starts or ends. No model, feature
 shard or arrangement is touched. Answers carry an ETag (it changes with every publish or
 rollback) and Cache-Control; a matching If-None-Match gets 304.
 """
@@ -14,6 +16,7 @@ import json
 import threading
 import time
 from collections import OrderedDict
+from datetime import datetime
 from typing import Annotated
 from urllib.parse import quote
 
@@ -23,13 +26,14 @@ from pydantic import BaseModel
 
 from vismerch.catalog import event_meta, experiments_store
 from vismerch.catalog.changes import ChangeCounter
-from vismerch.catalog.grids import grid_etag_only, read_grid, version_grid
-from vismerch.catalog.store import DB_NAME
+from vismerch.catalog.grids import version_grid
+from vismerch.catalog.store import DB_NAME, utc_timestamp
 from vismerch.events.intake import hash_visitor
 from vismerch.experiments.assign import HOLDOUT, assign, in_window
 from vismerch.serve.auth import require
 from vismerch.serve.errors import ApiError
 from vismerch.serve.routes.common import etag_matches, page_limit, quoted, store
+from vismerch.service.live import LiveGrids, live_version
 
 router = APIRouter(tags=["storefront"])
 # published grids are what a public storefront shows anyway; a minute of caching, then
@@ -83,15 +87,21 @@ class _Pages:
 
 def setup(app) -> None:
     app.state.storefront_pages = _Pages(_CACHE_PAGES)
+    app.state.storefront_live = None  # service.live.LiveGrids, made on the first read
+    app.state.clock = utc_timestamp  # now, as an RFC 3339 UTC stamp (tests set their own)
     app.state.storefront_salt = None  # the store's visitor salt, read once (it never changes)
     app.state.storefront_arms = _Arms()
 
 
 def _render(request: Request, collection: str, columns: int, offset: int, limit: int,
-            version_id: int | None = None, experiment: tuple[int, str] | None = None) -> tuple[bytes, str]:
-    """A page of the published grid, or of version ``version_id`` (an experiment's variant)."""
-    grid = read_grid(store(request), collection) if version_id is None else version_grid(store(request),
-                                                                                          version_id)
+            version_id: int | None = None, experiment: tuple[int, str] | None = None,
+            live: dict | None = None) -> tuple[bytes, str]:
+    """A page of the live grid ``live``, or of version ``version_id`` (an experiment's variant)."""
+    grid = live
+    if version_id is not None:  # an experiment's variant: its dated rules applied as the live grid's
+        variant = version_grid(store(request), version_id)
+        grid = None if variant is None else live_version(store(request), collection, variant,
+                                                          request.app.state.clock())
     if grid is None:  # unpublished between the two queries
         raise ApiError(404, "not_found", f"collection {collection!r} has no published arrangement")
     ids, thumbs = grid["ids"], grid["thumbs"]
@@ -128,28 +138,46 @@ async def storefront_page(
     # storefront request pays no thread-pool hop; rendering a page not cached yet (the grid's
     # ids decoded, up to serve_page_limit slots) runs in a worker thread
     limit = page_limit(request, limit)
-    published = grid_etag_only(store(request), collection)
-    if published is None:
+    live = await _live_grid(request, collection)
+    if live is None:
         raise ApiError(404, "not_found", f"collection {collection!r} has no published arrangement",
                        field="collection",
                        hint=f"publish a version first: POST /api/v1/collections/{collection}/publish")
     pages: _Pages = request.app.state.storefront_pages
     arm = _experiment_arm(request, collection, visitor or x_visitor_id)
-    key = (collection, published, columns, offset, limit, arm)
+    key = (collection, live["etag"], live.get("until"), columns, offset, limit, arm)
     hit = pages.get(key)
     if hit is None:
         version_id, experiment = (None, None) if arm is None else (arm[2], arm[:2])
         hit = await anyio.to_thread.run_sync(_render, request, collection, columns, offset, limit,
-                                             version_id, experiment)
+                                             version_id, experiment, live)
         pages.put(key, hit)
     payload, tag = hit
     # a visitor's own variant: no shared cache may hand it to another shopper
     headers = {"ETag": quoted(tag), "Cache-Control": CACHE_CONTROL if arm is None else PRIVATE_CACHE}
+    if live.get("until") is not None:  # a rule starts or ends soon: no cache may keep this past it
+        age = _seconds_until(live["until"], request.app.state.clock())
+        if age < 60:
+            headers["Cache-Control"] = headers["Cache-Control"].replace("max-age=60", f"max-age={age}")
     if arm is not None and x_visitor_id and not visitor:
         headers["Vary"] = "X-Visitor-Id"
     if etag_matches(if_none_match, tag):
         return Response(status_code=304, headers=headers)
     return Response(payload, media_type="application/json", headers=headers)
+
+
+async def _live_grid(request: Request, collection: str) -> dict | None:
+    """The grid live now (dated rules applied, ``service.live``): kept between rule starts
+    and ends while the store does not change, recomputed in a worker thread otherwise."""
+    state = request.app.state
+    if state.storefront_live is None:
+        state.storefront_live = LiveGrids(store(request).path / DB_NAME)
+    now = state.clock()
+    grid = state.storefront_live.cached(collection, now)
+    if grid is LiveGrids.MISS:
+        grid = await anyio.to_thread.run_sync(
+            lambda: state.storefront_live.refresh(store(request), collection, now))
+    return grid
 
 
 def _experiment_arm(request: Request, collection: str,
@@ -197,6 +225,15 @@ class _Arms:
             self._version = version
             self._running.clear()
             self._arms.clear()
+
+
+def _seconds_until(stamp: str, now: str) -> int:
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    try:
+        gap = datetime.strptime(stamp, fmt) - datetime.strptime(now, fmt)
+    except ValueError:
+        return 0
+    return max(0, int(gap.total_seconds()))
 
 
 def _now() -> str:

@@ -7,6 +7,7 @@
 import { call, enc, get, getAll, post, titlesOf } from "./api.js";
 import { append, clear, fmt, h, spinner, thumb } from "./dom.js";
 import { versionsPanel } from "./versions.js";
+import { rulesPanel } from "./rules.js";
 import { PERF, analytics, money, periodSelect } from "./metrics.js";
 
 const WIDTHS = [2, 3, 4, 5];
@@ -33,6 +34,8 @@ export async function render(main, ctx, [id]) {
   const periodSel = periodSelect("overlay-period", st.perfDays, (d) => { st.perfDays = d; st.perf = null; loadPerf(); });
   periodSel.setAttribute("aria-label", "Period of the views, clicks, orders and revenue overlays");
   const summary = h("span", { class: "muted", id: "editor-summary" });
+  // preview as of a date: rules apply as they will be (or were) active then
+  const asOf = h("input", { id: "preview-at", type: "datetime-local", on: { change: () => { st.at = asOf.value ? `${asOf.value}:00Z` : null; reload(); } } });
   const grid = h("div", { class: "arrangement", id: "arrangement" });
   const more = h("button", { type: "button", id: "load-more", hidden: true, on: { click: () => loadMore() } }, "Load more");
   const side = h("aside", { class: "side" });
@@ -73,7 +76,7 @@ export async function render(main, ctx, [id]) {
 
   main.append(h("div", { class: "page editor" },
     h("div", { class: "head" }, h("h1", {}, h("a", { href: "#/collections" }, "Collections"), " / ", h("span", { id: "collection-id" }, id)),
-      viewSel, widthSwitch, modeSel, overlaySel, periodSel,
+      viewSel, widthSwitch, modeSel, overlaySel, periodSel, h("label", { class: "as-of" }, "Preview as of (UTC) ", asOf),
       h("a", { href: `#/collections/${enc(id)}/analytics`, id: "analytics-link" }, "Analytics"),
       h("a", { href: `#/collections/${enc(id)}/experiments`, id: "experiments-link" }, "Experiments"), summary),
     toolbar,
@@ -94,9 +97,10 @@ export async function render(main, ctx, [id]) {
 
   // ---- data
   async function fetchSlots(offset, limit) {
-    const res = await post(`/collections/${enc(id)}/preview`, { columns: WIDTHS, mode: st.mode, offset, limit });
+    const res = await post(`/collections/${enc(id)}/preview`, { columns: WIDTHS, mode: st.mode, offset, limit, at: st.at || null });
     st.total = res.total;
     st.applied = res.rules || [];
+    st.conflicts = res.conflicts || [];
     st.share = res.business_share;
     return res.slots;
   }
@@ -133,9 +137,10 @@ export async function render(main, ctx, [id]) {
 
   async function loadRules() {
     try {
-      st.rules = await getAll(`/collections/${enc(id)}/rules`);
+      st.rules = await getAll(`/collections/${enc(id)}/rules`, { at: st.at });
     } catch (e) {
       st.rules = [];
+      st.rulesPanel = null;
       clear(tabs.rules).append(h("p", { class: "error" }, ctx.explain(e)));
       return;
     }
@@ -397,7 +402,7 @@ export async function render(main, ctx, [id]) {
       const has = option.value === "stock" || st.slots.some((x) => x.score && x.score.parts && x.score.parts[option.value] !== undefined);
       option.textContent = `overlay: ${option.value}${has ? "" : " (no data)"}`;
     }
-    summary.textContent = `${st.total.toLocaleString("en")} products · ${st.slots.length} shown` +
+    summary.textContent = `${st.total.toLocaleString("en")} products · ${st.slots.length} shown` + (st.at ? ` · as of ${st.at}` : "") +
       (st.share != null ? ` · business share ${fmt(st.share * 100, 1)}%` : "");
     if (st.focus) {
       const el = grid.querySelector(`.slot[data-id="${CSS.escape(st.focus)}"]`);
@@ -451,24 +456,11 @@ export async function render(main, ctx, [id]) {
   }
 
   function drawRules() {
-    const box = clear(tabs.rules);
-    box.append(h("p", { class: "muted" }, `${st.rules.length} rules affect this page (own and inherited).`));
-    const table = h("table", { class: "data", id: "rules-table" },
-      h("thead", {}, h("tr", {}, ["#", "Kind", "What", "From", "Until", "Reach", "Set on", "Active", ""].map((t) => h("th", {}, t)))),
-      h("tbody", {}, st.rules.map((r) => h("tr", { class: r.active === false ? "inactive" : "", dataset: { rule: String(r.id) } },
-        h("td", {}, String(r.id)), h("td", {}, r.kind),
-        h("td", {}, r.kind === "pin" ? `${r.product} at ${r.position}` : `${r.where || ""}${r.factor ? ` · ${r.factor}` : ""}`),
-        h("td", {}, fmt(r.starts_at)), h("td", {}, fmt(r.ends_at)), h("td", {}, fmt(r.reach)),
-        h("td", {}, r.inherited_from ? `${r.inherited_from} (parent)` : (r.collection || "all collections")),
-        h("td", {}, r.active === false ? "no" : "yes"),
-        h("td", {}, editable ? h("button", { type: "button", class: "danger", on: { click: async () => {
-          try {
-            await call("DELETE", `/rules/${r.id}`);
-            ctx.toast(`Removed rule ${r.id}: ${r.kind === "pin" ? `pin of ${nameOf(r.product)} at ${r.position}` : r.kind}`);
-            await reload();
-          } catch (e) { ctx.fail(e); }
-        } } }, "Remove") : null)))));
-    box.append(table);
+    if (!st.rulesPanel) {
+      st.rulesPanel = rulesPanel(ctx, id, { editable, onChange: reload });
+      clear(tabs.rules).append(st.rulesPanel.el);
+    }
+    st.rulesPanel.draw(st.rules, st.conflicts);
   }
 
   async function drawStorefront() {
