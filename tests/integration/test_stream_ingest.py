@@ -156,3 +156,21 @@ def test_sigkill_mid_stream_run_then_resume_equals_uninterrupted(tmp_path):
     killed = tmp_path / "killed"
     on_disk = {p.relative_to(killed).as_posix() for p in (killed / "features").rglob("*") if p.is_file()}
     assert on_disk == named
+
+
+@pytest.mark.gpu
+def test_stream_on_cuda_refuses_the_same_files_and_agrees_with_the_cpu_store(folder, tmp_path):
+    """nvJPEG for plain JPEGs, the CPU decoder for the rest, pinned copies on a side stream,
+    the colour backend on the GPU: the same refusals and nearly the same colour names."""
+    root, bad = folder
+    plain = ingest(root, tmp_path / "plain", workers=1, progress=False)
+    cuda = ingest(root, tmp_path / "cuda", workers=2, device="cuda", progress=False,
+                  distributor=StreamDistributor(workers=2, devices=["cuda:0"]))
+    assert cuda.ingested == plain.ingested and cuda.failed_by_reason == plain.failed_by_reason
+    with Store.open(tmp_path / "plain") as a, Store.open(tmp_path / "cuda") as b:
+        assert a.errors() == b.errors()
+        ta, tb = {t["id"]: t for t in a.tags()}, {t["id"]: t for t in b.tags()}
+        assert ta.keys() == tb.keys()
+        same = sum(ta[i]["colours"][0]["name"] == tb[i]["colours"][0]["name"] for i in ta)
+        assert same >= 0.9 * len(ta)
+        assert all(b.has_thumbnail(p.id) for p in b.products())
