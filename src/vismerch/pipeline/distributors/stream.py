@@ -295,5 +295,6 @@ def _device_batch(spec: IngestSpec) -> int:
     (a large batch keeps it busy), the ``batch_size`` setting on CPU."""
     settings = spec.settings_dict()
     if spec.device.startswith("cuda"):
-        return max(int(settings["batch_size"]), int(settings.get("task_size", 0)))
+        return max(int(settings["batch_size"]), int(settings.get("task_size", 0)),
+                   int(settings.get("gpu_task_size", 0)))
     return int(settings["batch_size"])
