@@ -180,6 +180,12 @@ def encoder_rates(settings: Any, device: str, folder: Path, options: dict[str, A
     }
 
 
+def tasks_of(settings: Any, n: int) -> Any:
+    """About a dozen tasks per run (a steady state to measure), at most a GPU task each."""
+    size = max(4, n // 12)
+    return settings.replace(task_size=min(size, settings.gpu_task_size), gpu_task_size=size)
+
+
 def timed_ingest(source: Path, store: Path, settings: Any, backends: list[str],
                  options: dict[str, Any], distributor: Any = None) -> dict[str, Any]:
     """One ``ingest`` with its commit timeline: start-up and steady state apart. Models a
@@ -195,15 +201,18 @@ def timed_ingest(source: Path, store: Path, settings: Any, backends: list[str],
                      progress=False, distributor=distributor,
                      on_progress=lambda run, done, total: marks.append((time.perf_counter(), done)))
     wall = time.perf_counter() - started
-    commits = marks[1:]  # the first mark is the plan, before any task
-    first_t, first_done = commits[0]
+    commits = [(t - started, done) for t, done in marks[1:]]  # marks[0] is the plan, before any task
+    # steady state: after the first quarter of the tasks (the pipeline filling), to the last
+    warm_t, warm_done = commits[max(1, len(commits) // 4)] if len(commits) > 2 else commits[0]
     last_t, last_done = commits[-1]
-    steady = (last_done - first_done) / (last_t - first_t) if len(commits) > 2 else None
+    steady = (last_done - warm_done) / (last_t - warm_t) if last_t > warm_t else None
     return {
         "images": summary.ingested, "refused": summary.failed_by_reason, "tasks": len(commits),
-        "startup_s": round(first_t - started, 3),
+        "startup_s": round(commits[0][0], 3),
         "steady_img_s": round(steady, 1) if steady else None,
-        "to_last_commit_s": round(last_t - started, 3),
+        # what the run took beyond images / steady rate: start-up plus the pipeline filling
+        "overhead_s": round(last_t - last_done / steady, 3) if steady else None,
+        "to_last_commit_s": round(last_t, 3),
         "derive_s": summary.phases.get("derive"), "wall_s": round(wall, 3),
         "images_per_s": summary.images_per_s, "phases": summary.phases,
     }
@@ -244,7 +253,8 @@ def predict(probe: dict[str, Any], main: dict[str, Any], tmp: Path) -> dict[str,
 def ingest_record(run: dict[str, Any], parts: dict[str, Any], info: Any, arch: str) -> dict[str, Any]:
     return {"kernel": "ingest", "device": info.name, "gpu": info.gpu, "model": arch,
             "precision": parts["precision"], "images": run["images"], "startup_s": run["startup_s"],
-            "steady_img_s": run["steady_img_s"], "decode_img_s": parts["decode_img_s"],
+            "steady_img_s": run["steady_img_s"], "overhead_s": run["overhead_s"],
+            "decode_img_s": parts["decode_img_s"],
             "encoder_img_s": parts["encoder_img_s"],
             "ceiling_img_s": min(parts["decode_img_s"], parts["encoder_img_s"]),
             "to_last_commit_s": run["to_last_commit_s"]}
@@ -260,8 +270,7 @@ def run(args: argparse.Namespace, sizes: dict[str, Any], tmp: Path) -> dict[str,
     info = device_info(args.device)
     workers = args.workers or os.cpu_count() or 1
     settings = load_settings().replace(workers=workers, device=args.device, distributor="auto"
-                                       if args.device.startswith("cuda") else "stream",
-                                       task_size=max(4, sizes["n"] // 12))
+                                       if args.device.startswith("cuda") else "stream")
     started = time.perf_counter()
     context_s = cuda_context_seconds(args.device)
     folders = make_catalog(tmp / "catalog", sizes)
@@ -280,13 +289,14 @@ def run(args: argparse.Namespace, sizes: dict[str, Any], tmp: Path) -> dict[str,
     report["parts"] = parts
     print(f"[parts] {json.dumps(parts)}", file=sys.stderr)
     runs = report["runs"] = {}
-    for name, folder in (("probe", folders["probe"]), ("main", folders["main"])):
-        runs[name] = timed_ingest(folder, tmp / f"store-{name}", settings, ["clip"], options)
+    for name, folder, n in (("probe", folders["probe"], sizes["probe_n"]),
+                            ("main", folders["main"], sizes["n"])):
+        runs[name] = timed_ingest(folder, tmp / f"store-{name}", tasks_of(settings, n), ["clip"], options)
         print(f"[{name}] {json.dumps(runs[name])[:300]}", file=sys.stderr)
-    runs["colour_device"] = timed_ingest(folders["colour"], tmp / "store-colour-device", settings,
-                                         [], {})
+    colour = tasks_of(settings, sizes["colour_n"])
+    runs["colour_device"] = timed_ingest(folders["colour"], tmp / "store-colour-device", colour, [], {})
     runs["colour_cpu_workers"] = timed_ingest(folders["colour"], tmp / "store-colour-cpu",
-                                              settings.replace(device="cpu", distributor="local"), [], {})
+                                              colour.replace(device="cpu", distributor="local"), [], {})
     report["agreement"] = stores_agree(tmp / "store-colour-cpu", tmp / "store-colour-device")
     records = [ingest_record(runs[n], parts, info, sizes["arch"]) for n in ("probe", "main")]
     report["results"] = records

@@ -27,10 +27,12 @@ benchmark sweeps batch sizes and a plan runs at the best one):
   Amdahl share that gives the measured efficiency at the largest worker count measured;
 - a streaming ingest run (benchmarks/gpu_ingest.py, ``{"kernel": "ingest", "startup_s",
   "steady_img_s", "ceiling_img_s", "decode_img_s", "encoder_img_s", "images", "model",
-  "precision"}``) -> an ``IngestFigures``: start-up seconds, the decode and encoder rates
+  "precision", optional "overhead_s"}``) -> an ``IngestFigures``: start-up seconds, the
+  run's fixed time beyond images / steady rate (start-up plus the pipeline filling), the
+  decode and encoder rates
   measured alone, and the pipeline's share of the slower of them that the whole run
-  sustained. An embed plan on that card then predicts start-up + images / (share x the
-  slower rate) instead of the roofline (``predict_ingest_seconds``).
+  sustained. An embed plan on that card then predicts that fixed time + images / (share x
+  the slower rate) instead of the roofline (``predict_ingest_seconds``).
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ class IngestFigures:
     encoder_img_s: float
     images: int
     source: str
+    # what the run took beyond images / steady rate (start-up and the pipeline filling);
+    # the start-up alone where a record lacks it
+    overhead_s: float | None = None
 
     @property
     def ceiling_img_s(self) -> float:
@@ -91,7 +96,8 @@ def predict_ingest_seconds(figures: IngestFigures, images: float, decode_img_s: 
     pipeline share of the slower of decode and encoder (either rate replaceable, e.g. the
     planner's own decode rate for other core counts)."""
     ceiling = min(decode_img_s or figures.decode_img_s, encoder_img_s or figures.encoder_img_s)
-    return figures.startup_s + images / (figures.pipeline_eff * ceiling)
+    fixed = figures.overhead_s if figures.overhead_s is not None else figures.startup_s
+    return fixed + images / (figures.pipeline_eff * ceiling)
 
 
 def _first(entry: dict, *keys: str) -> float | None:
@@ -290,7 +296,8 @@ def _read_ingest(entry: dict, gpu: str, stamp: str, cal: Calibration) -> str | N
     precision = _PRECISION.get(str(entry.get("precision", "")).lower(), "fp32")
     figures = IngestFigures(values["startup_s"], values["steady_img_s"], values["decode_img_s"],
                             values["encoder_img_s"], int(values["images"]),
-                            f"ingest of {int(values['images'])} images, {stamp}")
+                            f"ingest of {int(values['images'])} images, {stamp}",
+                            _first(entry, "overhead_s"))
     key = (gpu, model, precision)
     if key not in cal.ingest or figures.images > cal.ingest[key].images:
         cal.ingest[key] = figures
