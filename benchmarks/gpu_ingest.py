@@ -137,7 +137,17 @@ def pixels_of(files: list[Path], working_size: int, batch: int, device: str) -> 
 
 
 def backend_rate(backend: Any, device: str, images: Any, n: int) -> float:
-    """Images/s of ``backend.encode_images`` on a uint8 batch already on the device."""
+    """Images/s of ``backend.encode_images`` on a uint8 batch already on the device, on a
+    thread of its own as the streaming pipeline's encoder runs (torch's CPU thread count is
+    per thread: the main thread's can differ, and on a loaded CPU that alone changed the
+    colour backend's rate 3x)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(_rate, backend, device, images, n).result()
+
+
+def _rate(backend: Any, device: str, images: Any, n: int) -> float:
     batch = len(images)
     for _ in range(3):  # warm-up: compile where asked; TorchScript's profiling runs optimise on call 2
         backend.encode_images(images)
