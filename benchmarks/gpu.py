@@ -4,9 +4,13 @@
    gives the same embeddings on the GPU as on the CPU: cosine >= 0.999 at fp32, >= 0.995
    at every low precision the guard accepts;
 2. matmul: measured bf16 matrix-product peak (8192^3, mean of 10 after warm-up);
-3. models: images/s, achieved TFLOP/s and model FLOP utilisation (vs the measured bf16
-   peak) of ViT-B/16 and ViT-L/14 image towers at 224 px (random weights, real
-   architecture from transformers configs built in code), at bf16 and FP8;
+3. models: images/s, achieved TFLOP/s and model FLOP utilisation of ViT-B/16 and ViT-L/14
+   image towers at 224 px (random weights, real architecture from transformers configs
+   built in code), at bf16 and FP8 (torchao, per-row or per-tensor dynamic scales: ``fp8``
+   and ``fp8-tensor``), eager and, for the ``--compiled`` rows, ``torch.compile``d; MFU
+   under ``plan.workloads.FLOP_CONVENTION`` (2 x MACs over the datasheet dense peak of the
+   precision run; ``matmul_fraction`` is the same FLOP/s over the measured matmul), and
+   the text tower's texts/s;
 4. jpeg_decode: batched nvJPEG decode (torchvision.io.decode_jpeg on CUDA) images/s;
 5. scan: brute-force similarity scan (fp16 vectors @ queries) achieved GB/s;
 6. colour: the offline colour backend on the device: agreement with the CPU (vector
@@ -213,6 +217,19 @@ def agreement(folder: Path, device: torch.device, precisions: list[str], n: int)
     return out
 
 
+def datasheet_peak(info: Any, precision: str) -> float | None:
+    """The card's dense datasheet peak (FLOP/s) at ``precision`` from the planner's catalog."""
+    from vismerch.plan.hardware import Catalog
+    from vismerch.plan.roofline import PEAK_KEY
+
+    catalog = Catalog.load()
+    if info.gpu is None or info.gpu not in catalog.names():
+        return None
+    gpu = catalog.get(info.gpu)
+    key = PEAK_KEY.get(precision, precision)
+    return gpu.peak_flops(key) if gpu.supports(key) else None
+
+
 def model_throughput(
     folder: Path,
     arch: str,
@@ -223,22 +240,32 @@ def model_throughput(
     clock: Clock,
     compile: bool,
 ) -> dict[str, Any]:
-    from vismerch.accel.precision import running
+    """``precision``: bf16, fp8 (torchao per-row), fp8-tensor (per-tensor scales), ..."""
+    from vismerch.accel.device import device_info
+    from vismerch.accel.precision import fp8_path, running
     from vismerch.features.neural import build_backend, vit_flops
+    from vismerch.plan.workloads import model_flops_utilisation
     from vismerch.testing.models import CLIP_ARCHS
 
-    backend = build_backend(
-        "clip", model=str(folder), device=str(device), precision=precision, compile=compile
-    )
+    base, _, variant = precision.partition("-")
+    paths = {"fp8": fp8_path(variant)} if base == "fp8" and variant else None
+    backend = build_backend("clip", model=str(folder), device=str(device), precision=base,
+                            compile=compile, precision_paths=paths)
     a = CLIP_ARCHS[arch]
-    flops = vit_flops(a["image_size"], a["patch"], a["hidden"], a["intermediate"], a["layers"])
+    flops = vit_flops(a["image_size"], a["patch"], a["hidden"], a["intermediate"], a["layers"],
+                      projection=a["projection"])
+    sheet = datasheet_peak(device_info(device), backend.precision)
     row: dict[str, Any] = {
         "model": arch,
         "requested": precision,
         "precision": backend.precision,
+        "library": backend.prepared.library,
+        "compiled": compile,
         "batch": batch,
         "guard": backend.precision_report,
         "gflops_per_image": round(flops / 1e9, 3),
+        "why_not": "; ".join(f"{s.precision}: {s.reason}" for s in backend.precision_choice.steps
+                             if not s.accepted),
     }
     h, w = backend.preprocess.output_size
     pixels = torch.randn(batch, 3, h, w, device=device).to(backend.prepared.input_dtype)
@@ -252,7 +279,11 @@ def model_throughput(
     ips = batch / seconds
     row["images_per_s"] = round(ips, 1)
     row["tflops"] = round(flops * ips / 1e12, 3)
-    row["mfu"] = round(flops * ips / (peak * 1e12), 4) if peak else None
+    row["mfu"] = round(model_flops_utilisation(flops, ips, sheet), 4) if sheet else None
+    row["matmul_fraction"] = round(flops * ips / (peak * 1e12), 4) if peak else None
+    if not compile or backend.precision == "bf16":  # a compiled text tower costs a compile per row
+        texts = [f"a {('red', 'navy', 'olive')[i % 3]} cotton shirt number {i}" for i in range(batch)]
+        row["texts_per_s"] = round(batch / clock.mean(lambda: backend.encode_texts(texts, batch), 1, 3), 1)
     # end to end on the device: uint8 256 px -> resize/crop/normalise -> forward -> L2 norm
     row["images_per_s_with_preprocess"] = round(batch / clock.mean(lambda: backend._encode(uint8), 2, 5), 1)
     return row
@@ -267,6 +298,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     sizes = TINY_SIZES if args.tiny else GPU_SIZES
     archs = ["tiny"] if args.tiny else args.models.split(",")
     precisions = args.precisions.split(",")
+    compiled = [c for c in (args.compiled or "").split(",") if c]
+    if args.tiny:
+        compiled = [f"tiny:{c.partition(':')[2]}" for c in compiled]
     if device.type == "cpu" and not args.tiny:
         print("warning: full-size models on CPU take long; use --tiny for a dry-run", file=sys.stderr)
     clock = Clock(device)
@@ -301,6 +335,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             return None
         shown = json.dumps(out, default=str)[:300]
         print(f"[{what}] {time.perf_counter() - t:.1f}s: {shown}", file=sys.stderr)
+        save(report, args.out)  # what is done so far survives a session's time limit
         return out
 
     matmul = step("matmul", lambda: matmul_peak(device, sizes["matmul"], clock))
@@ -313,24 +348,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             folders[arch] = step(f"save {arch}", lambda a=arch: save_model(a, Path(tmp)))
         first = folders.get(archs[0])
         if first is not None:
-            agree = step(
-                "agreement", lambda: agreement(first, device, precisions, 16 if not args.tiny else 4)
-            )
+            bases = list(dict.fromkeys(p.partition("-")[0] for p in precisions))  # fp8-tensor: fp8
+            agree = step("agreement", lambda: agreement(first, device, bases, 16 if not args.tiny else 4))
             report["agreement"] = agree or []
         for arch in archs:
             if folders.get(arch) is None:
                 continue
-            for precision in precisions:
-                row = step(
-                    f"{arch} {precision}",
-                    lambda a=arch, p=precision: model_throughput(
-                        folders[a], a, device, p, args.batch or sizes["batch"], peak, clock, args.compile
-                    ),
-                )
+            runs = [(p, False) for p in precisions] + [
+                (p, True) for a, _, p in (c.partition(":") for c in compiled) if a == arch]
+            for precision, comp in runs:
+                label = f"{arch} {precision}{' compiled' if comp else ''}"
+                row = step(label, lambda a=arch, p=precision, c=comp: model_throughput(
+                    folders[a], a, device, p, args.batch or sizes["batch"], peak, clock, c))
                 if row is None:
                     continue
-                if row["precision"] != precision:  # keep the planner's rows one per precision
-                    skipped.append({"what": f"{arch} {precision}", "why": row["guard"], "row": row})
+                if row["precision"] != precision.partition("-")[0]:  # one row per precision run
+                    skipped.append({"what": label, "why": row["why_not"] or row["guard"], "row": row})
                     continue
                 results.append(row)
             if device.type == "cuda":
@@ -349,6 +382,31 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+def fp8_verdict(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per model: the fastest FP8 row (any scales, eager or compiled) over the fastest bf16
+    row, and whether it pays (> 1.0)."""
+    out: dict[str, Any] = {}
+    models = {r["model"] for r in results if "model" in r}
+    for model in sorted(models):
+        def best(prec: str, m: str = model) -> dict[str, Any] | None:
+            rows = [r for r in results if r.get("model") == m and r.get("precision") == prec]
+            return max(rows, key=lambda r: r["images_per_s"]) if rows else None
+
+        b16, f8 = best("bf16"), best("fp8")
+        if b16 and f8:
+            ratio = f8["images_per_s"] / b16["images_per_s"]
+            out[model] = {"fp8_over_bf16": round(ratio, 3), "pays": ratio > 1.0,
+                          "fp8_row": f"{f8['requested']}{' compiled' if f8['compiled'] else ''}",
+                          "bf16_row": f"{b16['requested']}{' compiled' if b16['compiled'] else ''}"}
+    return out
+
+
+def save(report: dict[str, Any], out: str) -> None:
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+
+
 def checks(report: dict[str, Any]) -> dict[str, Any]:
     """The issue's acceptance figures, computed from the results (None when not measured)."""
     rows = {(r.get("model"), r.get("precision")): r for r in report["results"] if "model" in r}
@@ -356,6 +414,7 @@ def checks(report: dict[str, Any]) -> dict[str, Any]:
     f8 = rows.get(("vit-b-16", "fp8"))
     colour = next((r for r in report["results"] if r.get("kernel") == "colour"), None)
     return {
+        "fp8_verdict": fp8_verdict(report["results"]),
         "agreement_passed": all(a["passed"] for a in report["agreement"]) if report["agreement"] else None,
         "vit_b16_bf16_mfu": b16["mfu"] if b16 else None,
         "vit_b16_bf16_mfu_ge_0_5": (b16["mfu"] >= 0.5) if b16 and b16["mfu"] else None,
@@ -369,16 +428,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--tiny", action="store_true", help="tiny models and sizes: a CPU dry-run in seconds")
     parser.add_argument("--models", default="vit-b-16,vit-l-14")
-    parser.add_argument("--precisions", default="bf16,fp8")
+    parser.add_argument("--precisions", default="bf16,fp8,fp8-tensor")
     parser.add_argument(
         "--batch", type=int, default=None, help="images per forward (default 256 GPU, 8 tiny)"
     )
-    parser.add_argument("--compile", action="store_true", help="torch.compile the image tower")
+    parser.add_argument("--compiled", default="",
+                        help="rows to run again torch.compiled, e.g. vit-b-16:bf16,vit-l-14:fp8")
+    parser.add_argument("--compile-backend", default="inductor",
+                        help="torch.compile backend of the compiled rows (eager: trace only, CPU dry-runs)")
     parser.add_argument("--budget-s", type=float, default=270.0, help="skip remaining sections after this")
     parser.add_argument("--out", default=str(HERE / "results" / "gpu.json"))
     args = parser.parse_args(argv)
     if args.tiny and args.device == "cpu":
         torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    from vismerch.features import neural
+
+    neural.COMPILE_BACKEND = args.compile_backend
     report = run(args)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

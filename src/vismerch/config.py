@@ -55,9 +55,10 @@ SETTINGS: tuple[Setting, ...] = (
     # pipeline
     Setting("batch_size", int, 64, "Images per feature batch."),
     Setting("task_size", int, 256, "Most images per task (one Parquet shard per task and backend); with several workers the images are spread evenly over a multiple of the workers' count of tasks, so that they finish together."),
+    Setting("gpu_task_size", int, 1024, "Most images per task when a CUDA device encodes (the larger of this and task_size): one large batch per encoder."),
     Setting("workers", int, 0, "Worker processes for decode and features; 0 means one per CPU core."),
     Setting("device", str, "cpu", "Torch device for feature extraction: cpu, cuda or cuda:N."),
-    Setting("distributor", str, "auto", "Where ingest tasks run: auto (worker processes here; on CUDA, one consumer per GPU), local, device, or ray (a Ray cluster, needs vismerch[ray]; see docs/multinode.md)."),
+    Setting("distributor", str, "auto", "Where ingest tasks run: auto (worker processes here; on CUDA, stream), local, stream (one overlapped pipeline per device), device, or ray (docs/multinode.md)."),
     Setting("ray_address", str, "local", "Ray cluster for distributor ray: local starts a Ray runtime on this machine for the run; auto joins the cluster this machine belongs to (`ray start`); HOST:PORT joins that head node."),
     # quality thresholds (each flag is reported with its measured value)
     Setting("quality_min_side", int, 500, "Flag low-resolution when the shorter side is below this many pixels."),

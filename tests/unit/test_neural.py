@@ -220,6 +220,18 @@ def test_vit_flops_matches_the_published_vit_b16_figure():
     assert vit_flops(224, 16, 768, 3072, 12) / 2 == pytest.approx(17.6e9, rel=0.02)
 
 
+def test_one_flop_convention_for_benchmarks_and_the_planner():
+    """The H200's 9,112 img/s ViT-B/16 bf16 is MFU 0.32 against the datasheet 989 TFLOP/s
+    (the 0.41 once quoted divided by a measured matmul peak instead)."""
+    from vismerch.plan.hardware import Catalog
+    from vismerch.plan.workloads import PRESETS, model_flops_utilisation
+
+    b16 = PRESETS["vit-b-16"]
+    assert vit_flops(224, 16, 768, 3072, 12, projection=512) == b16.forward_flops()
+    peak = Catalog.load().get("h200").peak_flops("bf16")
+    assert model_flops_utilisation(b16.forward_flops(), 9112, peak) == pytest.approx(0.32, abs=0.005)
+
+
 def test_gpu_decoder_is_absent_without_cuda_or_torchvision():
     if torch.cuda.is_available() and importlib.util.find_spec("torchvision") is not None:
         pytest.skip("this machine can decode on the GPU")
@@ -343,3 +355,30 @@ def test_auto_batch_size_on_cuda(models):
     backend = build_backend("clip", model=str(models["clip"]), device="cuda")
     n = backend.batch_size
     assert n >= 16 and n & (n - 1) == 0  # a power of two from the doubling search
+
+
+def test_compiled_towers_give_the_eager_embeddings(models, clip, monkeypatch):
+    """``compile=True`` compiles the image and the text tower; vectors stay the eager ones.
+    Traced by dynamo with its eager backend here (inductor's C++ build takes minutes on a
+    CI core; benchmarks/gpu.py --compile runs inductor on the GPU)."""
+    from vismerch.features import neural
+
+    monkeypatch.setattr(neural, "COMPILE_BACKEND", "eager")
+    compiled = build_backend("clip", model=str(models["clip"]), compile=True)
+    assert compiled.compiled == ["get_image_features", "get_text_features"]
+    batch = images(5)
+    np.testing.assert_allclose(compiled.encode_images(batch).vectors, clip.encode_images(batch).vectors,
+                               atol=2e-4)
+    texts = ["a red dress", "blue jeans with a longer description"]
+    np.testing.assert_allclose(compiled.encode_texts(texts), clip.encode_texts(texts), atol=2e-4)
+
+
+def test_fp8_variants_are_refused_on_cpu_with_the_reason():
+    from vismerch.accel.device import device_info
+    from vismerch.accel.precision import PrecisionUnavailable, fp8_path
+
+    for granularity in ("row", "tensor"):
+        with pytest.raises(PrecisionUnavailable, match="sm89"):
+            fp8_path(granularity)(torch.nn.Linear(32, 32), device_info("cpu"))
+    with pytest.raises(UsageError, match="granularity"):
+        fp8_path("block")

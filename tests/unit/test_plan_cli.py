@@ -75,12 +75,27 @@ def test_plots_written(tmp_path):
             assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+def test_claims_turn_measured_with_a_recorded_fp8_run(tmp_path):
+    doc = {"device": "NVIDIA H200", "results": [
+        {"model": "vit-b-16", "precision": "bf16", "images_per_s": 9112, "batch": 256},
+        {"model": "vit-b-16", "precision": "fp8", "images_per_s": 3731, "batch": 256}]}
+    (tmp_path / "gpu.json").write_text(json.dumps(doc))
+    claims = _json(["--claims", "--calibrate", str(tmp_path / "gpu.json")])
+    fp8 = next(c for c in claims if "6x" in c["claim"])
+    assert fp8["status"] == "measured"
+    assert fp8["measured_fp8_over_bf16"] == {"h200 vit-b-16": pytest.approx(0.409, abs=0.001)}
+    assert "0.41x" in fp8["verdict"]
+
+
 def test_claims_and_catalog():
     claims = _json(["--claims"])
     by_claim = {c["claim"]: c for c in claims}
     fp8 = next(c for name, c in by_claim.items() if "6x" in name)
     assert fp8["peak_ratio"] == pytest.approx(1979 / 312, abs=0.01)
     assert fp8["same_precision_peak_ratio"] == pytest.approx(989 / 312, abs=0.01)
+    fp4 = next(c for name, c in by_claim.items() if "FP4" in name)
+    assert fp8["status"] == fp4["status"] == "unverified"
+    assert fp8["verdict"].startswith("Unverified")
     bw = next(c for name, c in by_claim.items() if "43%" in name)
     assert bw["peak_ratio"] == pytest.approx(1.433, abs=0.001)
     bubble = next(c for name, c in by_claim.items() if "bubble" in name)

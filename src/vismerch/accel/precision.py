@@ -74,20 +74,25 @@ def _linear_filter(multiple: int) -> Callable[[nn.Module, str], bool]:
     return keep
 
 
-def _fp8_torchao(module: nn.Module) -> PreparedModel:
+FP8_GRANULARITIES = ("row", "tensor")  # torchao's dynamic activation scales: per row or per tensor
+
+
+def _fp8_torchao(module: nn.Module, granularity: str = "row") -> PreparedModel:
     from torchao.quantization import quantize_
 
     try:
-        from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow
+        from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, PerTensor
 
-        config = Float8DynamicActivationFloat8WeightConfig(granularity=PerRow())
+        config = Float8DynamicActivationFloat8WeightConfig(
+            granularity=PerRow() if granularity == "row" else PerTensor())
     except ImportError:  # torchao < 0.10 spelled it as a function
-        from torchao.quantization import PerRow, float8_dynamic_activation_float8_weight
+        from torchao.quantization import PerRow, PerTensor, float8_dynamic_activation_float8_weight
 
-        config = float8_dynamic_activation_float8_weight(granularity=PerRow())
+        config = float8_dynamic_activation_float8_weight(
+            granularity=PerRow() if granularity == "row" else PerTensor())
     module = module.to(dtype=torch.bfloat16)
     quantize_(module, config, filter_fn=_linear_filter(16))
-    return PreparedModel(module, "fp8", torch.bfloat16, library="torchao")
+    return PreparedModel(module, "fp8", torch.bfloat16, library=f"torchao-{granularity}")
 
 
 def _fp8_transformer_engine(module: nn.Module) -> PreparedModel:
@@ -126,17 +131,29 @@ def _fp8_transformer_engine(module: nn.Module) -> PreparedModel:
     )
 
 
-def _fp8(module: nn.Module, info: DeviceInfo) -> PreparedModel:
-    if not info.fp8:
-        raise PrecisionUnavailable(f"fp8 needs a CUDA GPU of sm89 or later; {info.name} has none")
-    try:
-        return _fp8_torchao(module)
-    except ImportError:
-        pass
-    try:
-        return _fp8_transformer_engine(module)
-    except ImportError as exc:
-        raise PrecisionUnavailable(f"fp8 needs torchao or Transformer Engine: {GPU_HINT}") from exc
+def fp8_path(granularity: str = "row") -> PrecisionPath:
+    """The FP8 conversion with torchao's dynamic scales per ``granularity`` (row: one scale
+    per activation row and weight column; tensor: one per tensor, cheaper to compute),
+    else Transformer Engine. Off sm89+ it raises PrecisionUnavailable with the reason."""
+    if granularity not in FP8_GRANULARITIES:
+        raise UsageError(f"fp8 granularity {granularity!r}: choose {' or '.join(FP8_GRANULARITIES)}")
+
+    def path(module: nn.Module, info: DeviceInfo) -> PreparedModel:
+        if not info.fp8:
+            raise PrecisionUnavailable(f"fp8 needs a CUDA GPU of sm89 or later; {info.name} has none")
+        try:
+            return _fp8_torchao(module, granularity)
+        except ImportError:
+            pass
+        try:
+            return _fp8_transformer_engine(module)
+        except ImportError as exc:
+            raise PrecisionUnavailable(f"fp8 needs torchao or Transformer Engine: {GPU_HINT}") from exc
+
+    return path
+
+
+_fp8 = fp8_path("row")
 
 
 def _fp4_config() -> Any:

@@ -37,7 +37,8 @@ def ingest_cmd(
         Path | None, typer.Option(help="Settings TOML file (the same as `vismerch --config FILE ingest`).")
     ] = None,
     distributor: Annotated[
-        str | None, typer.Option(help="auto, local, device or ray (setting: distributor).")
+        str | None,
+        typer.Option(help="auto, local, stream, device or ray (setting: distributor; auto: stream on CUDA)."),
     ] = None,
     ray_address: Annotated[
         str | None,

@@ -48,7 +48,8 @@ def plan(
     whole_nodes: bool = typer.Option(False, "--whole-nodes",
                                      help="Round GPU counts up to whole servers."),
     claims: bool = typer.Option(False, "--claims",
-                                help="Check vendor claims (FP8 6x, +43% bandwidth, bubble, DP) "
+                                help="Check vendor claims (FP8 6x, FP4 2-3x, +43% bandwidth, bubble, DP; the "
+                                     "speed-ups stay unverified unless --calibrate records them) "
                                      "against the model instead of planning."),
     catalog_only: bool = typer.Option(False, "--catalog", help="Print the GPU catalog with sources."),
 ) -> None:
@@ -67,9 +68,11 @@ def plan(
         if catalog_only:
             _print_catalog(catalog, as_json)
         elif claims:
+            from vismerch.plan.calibrate import load_calibration
             from vismerch.plan.claims import check_claims
 
-            _print_claims(check_claims(catalog, a), as_json)
+            cal = load_calibration(calibrate, catalog, a) if calibrate else None
+            _print_claims(check_claims(catalog, a, cal), as_json)
         else:
             _plan(workload, model, images, epochs, vectors, dim, queries, deadline, gpus,
                   precision, as_json, plots, calibrate, a, catalog, whole_nodes)

@@ -268,17 +268,25 @@ def _check_cuda(device: str) -> None:
 
 
 def _make_distributor(settings: Settings, n_workers: int, n_tasks: int):
-    """The distributor the settings name; ``auto``: on a GPU, CPU decode workers feed one
-    consumer per device, on CPU each worker runs whole tasks."""
+    """The distributor the settings name; ``auto``: on a GPU, the streaming pipeline
+    (decode, device staging, encode and shard writes overlapped, bounded), on CPU each
+    worker runs whole tasks."""
     from vismerch.pipeline.distributors import DISTRIBUTORS
 
     kind = settings.distributor
     if kind == "auto":
-        kind = "device" if settings.device.startswith("cuda") else "local"
+        kind = "stream" if settings.device.startswith("cuda") else "local"
     factory = DISTRIBUTORS.get(kind)
     if kind == "ray":  # the cluster's CPUs, not this machine's, unless workers is set
         return factory(workers=settings.workers, address=settings.ray_address)
     return factory(workers=min(n_workers, max(1, n_tasks)))
+
+
+def _task_size(settings: Settings) -> int:
+    """Images per task: on a CUDA device a task is one large batch through each encoder."""
+    if settings.device.startswith("cuda"):
+        return max(settings.task_size, settings.gpu_task_size)
+    return settings.task_size
 
 
 class _ReadAhead:
@@ -439,7 +447,7 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
         ).lastrowid
     specs = backend_specs(backends, backend_options)
     root = Path(source).resolve()
-    plan = plan_tasks(records, store, [b.key for b in specs], settings.task_size,
+    plan = plan_tasks(records, store, [b.key for b in specs], _task_size(settings),
                       root=root if root.is_dir() else root.parent,
                       max_bytes=settings.max_image_bytes, workers=n_workers)
     with store.transaction() as con:

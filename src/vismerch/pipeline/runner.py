@@ -300,14 +300,27 @@ def _stack(images: list[Any]) -> Any:
     return torch.stack([torch.as_tensor(x).to(device) for x in images])
 
 
-def encode_task(decoded: DecodedTask, spec: IngestSpec, backends: dict[str, Any]) -> TaskResult:
-    """Run each backend over the decoded images in batches and write one shard per backend."""
+@dataclass
+class Encoded:
+    """One backend's outputs for a task, computed and not yet written."""
+
+    bspec: Any  # BackendSpec
+    fingerprint: str
+    shas: list[str]
+    vectors: np.ndarray
+    columns: dict[str, np.ndarray]
+
+
+def encode_outputs(decoded: DecodedTask, spec: IngestSpec, backends: dict[str, Any],
+                   batch_size: int | None = None) -> list[Encoded]:
+    """Run each backend over the decoded images in batches (``batch_size``: images per
+    batch for backends without their own, else the setting); nothing is written."""
     import torch
 
-    result = decoded.result
-    timer = PhaseTimer(result.timings)
+    timer = PhaseTimer(decoded.result.timings)
     settings = spec.settings_dict()
-    batch_size = max(1, int(settings["batch_size"]))
+    batch_size = max(1, int(batch_size or settings["batch_size"]))
+    encoded: list[Encoded] = []
     for bspec in spec.backends:
         shas = [sha for sha, needs in decoded.needs.items() if bspec.key in needs]
         if not shas:
@@ -329,17 +342,34 @@ def encode_task(decoded: DecodedTask, spec: IngestSpec, backends: dict[str, Any]
             vectors.append(np.asarray(out.vectors, dtype=np.float32))
             for key, value in out.columns.items():
                 columns[key].append(np.asarray(value))
-        t = timer.add(f"encode:{bspec.name}", t)
-        merged = {k: np.concatenate(v) for k, v in columns.items()}
+        timer.add(f"encode:{bspec.name}", t)
+        encoded.append(Encoded(bspec, fingerprint_key(backend.fingerprint), shas,
+                               np.concatenate(vectors),
+                               {k: np.concatenate(v) for k, v in columns.items()}))
+    return encoded
+
+
+def write_outputs(decoded: DecodedTask, spec: IngestSpec, encoded: list[Encoded]) -> TaskResult:
+    """One shard per backend (not yet fsynced: the driver does before its commit), and the
+    colour names and quality flags from the colour backend's columns."""
+    result = decoded.result
+    timer = PhaseTimer(result.timings)
+    settings = spec.settings_dict()
+    for out in encoded:
+        t = time.perf_counter()
         name = f"part-{spec.run_id:05d}-{result.index:05d}"
-        stacked = np.concatenate(vectors)
-        path = write_shard(Path(spec.store_path), bspec.name, name, shas, stacked, merged,
-                           sync=False)  # the driver fsyncs it before its commit
+        path = write_shard(Path(spec.store_path), out.bspec.name, name, out.shas, out.vectors,
+                           out.columns, sync=False)
         result.shards.append(ShardResult(
-            bspec.name, bspec.key, fingerprint_key(backend.fingerprint), path, shas,
-            shard_columns(shas, stacked, merged) if decoded.return_columns else None))
+            out.bspec.name, out.bspec.key, out.fingerprint, path, out.shas,
+            shard_columns(out.shas, out.vectors, out.columns) if decoded.return_columns else None))
         t = timer.add("write", t)
-        if bspec.name == "colour":
-            _describe_colour(merged, shas, decoded.sizes, settings, result)
+        if out.bspec.name == "colour":
+            _describe_colour(out.columns, out.shas, decoded.sizes, settings, result)
             timer.add("describe", t)
     return result
+
+
+def encode_task(decoded: DecodedTask, spec: IngestSpec, backends: dict[str, Any]) -> TaskResult:
+    """Run each backend over the decoded images in batches and write one shard per backend."""
+    return write_outputs(decoded, spec, encode_outputs(decoded, spec, backends))

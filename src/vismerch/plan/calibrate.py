@@ -24,7 +24,15 @@ benchmark sweeps batch sizes and a plan runs at the best one):
 - matmul TFLOPS -> compute_eff (an upper bound for whole models) where no model was measured;
 - scan/copy GB/s -> memory_eff; all-reduce bus bandwidth -> comm_eff; decode -> decode_per_core;
 - data-parallel scaling of an ingest run (benchmarks/ray_ingest.py) -> dp_serial_fraction, the
-  Amdahl share that gives the measured efficiency at the largest worker count measured.
+  Amdahl share that gives the measured efficiency at the largest worker count measured;
+- a streaming ingest run (benchmarks/gpu_ingest.py, ``{"kernel": "ingest", "startup_s",
+  "steady_img_s", "ceiling_img_s", "decode_img_s", "encoder_img_s", "images", "model",
+  "precision", optional "overhead_s"}``) -> an ``IngestFigures``: start-up seconds, the
+  run's fixed time beyond images / steady rate (start-up plus the pipeline filling), the
+  decode and encoder rates
+  measured alone, and the pipeline's share of the slower of them that the whole run
+  sustained. An embed plan on that card then predicts that fixed time + images / (share x
+  the slower rate) instead of the roofline (``predict_ingest_seconds``).
 """
 
 from __future__ import annotations
@@ -53,6 +61,43 @@ _MATMUL_KERNELS = {"matmul", "gemm", "mm"}
 _COMM_KERNELS = {"allreduce", "all_reduce", "all-reduce", "nccl"}
 _DECODE_KERNELS = {"decode", "jpeg_decode", "jpeg"}
 _SCALING_KERNELS = {"dp_scaling", "scaling", "ray_ingest"}
+_INGEST_KERNELS = {"ingest", "stream_ingest"}
+
+
+@dataclass(frozen=True)
+class IngestFigures:
+    """One measured streaming ingest: what a plan on the same card predicts from."""
+
+    startup_s: float
+    steady_img_s: float
+    decode_img_s: float
+    encoder_img_s: float
+    images: int
+    source: str
+    # what the run took beyond images / steady rate (start-up and the pipeline filling);
+    # the start-up alone where a record lacks it
+    overhead_s: float | None = None
+
+    @property
+    def ceiling_img_s(self) -> float:
+        return min(self.decode_img_s, self.encoder_img_s)
+
+    @property
+    def pipeline_eff(self) -> float:
+        """The share of the slower component's rate the whole pipeline sustained (over 1
+        when the parts alone were measured under more load than the run: kept as measured,
+        so that share x ceiling is the run's own steady rate)."""
+        return self.steady_img_s / self.ceiling_img_s
+
+
+def predict_ingest_seconds(figures: IngestFigures, images: float, decode_img_s: float | None = None,
+                           encoder_img_s: float | None = None) -> float:
+    """Seconds to ingest ``images`` on the measured setup: start-up, then the measured
+    pipeline share of the slower of decode and encoder (either rate replaceable, e.g. the
+    planner's own decode rate for other core counts)."""
+    ceiling = min(decode_img_s or figures.decode_img_s, encoder_img_s or figures.encoder_img_s)
+    fixed = figures.overhead_s if figures.overhead_s is not None else figures.startup_s
+    return fixed + images / (figures.pipeline_eff * ceiling)
 
 
 def _first(entry: dict, *keys: str) -> float | None:
@@ -74,7 +119,12 @@ class Calibration:
     decode_per_core: float | None = None
     # (serial fraction, workers it was measured at, source) from a scaling run
     dp_serial: tuple[float, int, str] | None = None
+    # (gpu key or "cpu", model, precision) -> the largest measured streaming ingest
+    ingest: dict[tuple[str, str, str], IngestFigures] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+    def ingest_figures(self, gpu: str, model: str, precision: str) -> IngestFigures | None:
+        return self.ingest.get((gpu, model, PEAK_KEY.get(precision, precision)))
 
     def efficiency(self, gpu: str, precision: str, a: Assumptions) -> Efficiency:
         key = (gpu, PEAK_KEY.get(precision, precision))
@@ -110,6 +160,11 @@ class Calibration:
         out: dict[str, Any] = {"factors": rows, "notes": list(self.notes)}
         if self.decode_per_core:
             out["decode_per_core"] = self.decode_per_core
+        for (gpu, model, prec), fig in sorted(self.ingest.items()):
+            out.setdefault("ingest", []).append({
+                "gpu": gpu, "model": model, "precision": prec, "startup_s": fig.startup_s,
+                "steady_img_s": fig.steady_img_s, "ceiling_img_s": fig.ceiling_img_s,
+                "pipeline_eff": round(fig.pipeline_eff, 3), "from": fig.source})
         if self.dp_serial:
             out["dp_serial_fraction"] = {"value": round(self.dp_serial[0], 4),
                                          "workers": self.dp_serial[1], "from": self.dp_serial[2]}
@@ -146,7 +201,8 @@ def load_calibration(
             _read_doc(doc, str(path), catalog, a, cal, decode)
     if decode:
         cal.decode_per_core = max(decode)
-    if not (cal.compute or cal.kernel_compute or cal.memory or cal.comm or decode or cal.dp_serial):
+    if not (cal.compute or cal.kernel_compute or cal.memory or cal.comm or decode or cal.dp_serial
+            or cal.ingest):
         cal.notes.append("no usable measurements found; defaults kept")
     return cal
 
@@ -177,6 +233,11 @@ def _read_doc(doc: dict, path: str, catalog: Catalog, a: Assumptions, cal: Calib
             continue
         if kernel in _DECODE_KERNELS:  # CPU work: no GPU needed
             why = _read_decode(entry, decode)
+            if why:
+                cal.notes.append(f"{path}: result {i}: {why}")
+            continue
+        if kernel in _INGEST_KERNELS:  # a whole run; "cpu" where it ran on no catalogued GPU
+            why = _read_ingest(entry, _gpu_key(entry, catalog) or doc_gpu or "cpu", stamp, cal)
             if why:
                 cal.notes.append(f"{path}: result {i}: {why}")
             continue
@@ -220,6 +281,26 @@ def _read_scaling(entry: dict, stamp: str, cal: Calibration) -> str | None:
     serial = serial_from_efficiency(workers, min(eff, 1.0))
     if cal.dp_serial is None or workers > cal.dp_serial[1]:
         cal.dp_serial = (serial, workers, f"{workers} workers at {eff:.0%} efficiency, {stamp}")
+    return None
+
+
+def _read_ingest(entry: dict, gpu: str, stamp: str, cal: Calibration) -> str | None:
+    """A streaming ingest run; the one over the most images wins (its steady state is the
+    longest). Returns why it was skipped, or None."""
+    values = {k: _first(entry, k) for k in ("startup_s", "steady_img_s", "decode_img_s",
+                                             "encoder_img_s", "images")}
+    missing = sorted(k for k, v in values.items() if v is None)
+    if missing:
+        return f"ingest without {', '.join(missing)}"
+    model = str(entry.get("model") or "colour").strip().lower()
+    precision = _PRECISION.get(str(entry.get("precision", "")).lower(), "fp32")
+    figures = IngestFigures(values["startup_s"], values["steady_img_s"], values["decode_img_s"],
+                            values["encoder_img_s"], int(values["images"]),
+                            f"ingest of {int(values['images'])} images, {stamp}",
+                            _first(entry, "overhead_s"))
+    key = (gpu, model, precision)
+    if key not in cal.ingest or figures.images > cal.ingest[key].images:
+        cal.ingest[key] = figures
     return None
 
 

@@ -16,7 +16,7 @@ from vismerch.config import setting
 from vismerch.errors import UsageError
 from vismerch.plan import cost, parallel
 from vismerch.plan.assumptions import Assumptions
-from vismerch.plan.calibrate import Calibration
+from vismerch.plan.calibrate import Calibration, predict_ingest_seconds
 from vismerch.plan.hardware import GPU, PRECISIONS, Catalog
 from vismerch.plan.roofline import PEAK_KEY, Efficiency, roofline
 from vismerch.plan.units import parse_count, parse_duration
@@ -182,6 +182,21 @@ def _gpus_for(seconds_on_one: float, deadline_s: float | None, step: int, a: Ass
     return (n, True) if n <= cap else (cap // step * step or step, False)
 
 
+def _measured_ingest(w: Workload, gpu: GPU, prec: str, cal: Calibration | None,
+                     roofline_bound: str) -> tuple[float, float, str, str] | None:
+    """(rate, seconds, bound, note) from a measured streaming ingest of this model on this
+    card (start-up, then the measured share of the slower of decode and encoder), or None."""
+    figures = cal.ingest_figures(gpu.key, w.model.name, prec) if cal else None
+    if figures is None:
+        return None
+    bound = "decode" if figures.decode_img_s < figures.encoder_img_s else roofline_bound
+    note = (f"measured ingest: start-up {figures.startup_s:.1f} s, then {figures.pipeline_eff:.0%} "
+            f"of the slower of decode {figures.decode_img_s:,.0f} and encoder "
+            f"{figures.encoder_img_s:,.0f} images/s ({figures.source})")
+    return (figures.pipeline_eff * figures.ceiling_img_s, predict_ingest_seconds(figures, w.images),
+            bound, note)
+
+
 def _embed(w: Workload, gpu: GPU, prec: str, eff: Efficiency, a: Assumptions,
            cal: Calibration | None, deadline_s: float | None, whole_nodes: bool) -> Option | str:
     model = w.model
@@ -210,6 +225,10 @@ def _embed(w: Workload, gpu: GPU, prec: str, eff: Efficiency, a: Assumptions,
         notes.append(f"GPU alone could do {gpu_rate:,.0f} images/s; {a.cpu_cores_per_gpu:g} cores "
                      f"decode {decode:,.0f}: add cores, pre-resize images or decode on GPU")
     gpu_s = w.images / rate
+    measured_run = _measured_ingest(w, gpu, prec, cal, timing.bound) if t == 1 else None
+    if measured_run is not None:
+        rate, gpu_s, bound, note = measured_run
+        notes.append(note)
     serial = a.dp_serial_fraction
     n, ok = _gpus_for(gpu_s, deadline_s, t, a, gpu, whole_nodes, serial)
     strat = parallel.recommend(model, gpu, prec, n, a, training=False)
@@ -304,20 +323,39 @@ def _option(gpu: GPU, prec: str, n: int, hours_s: float, rate: float, bound: str
     )
 
 
+UNVERIFIED = ("fp8", "fp4")  # formats auto plans only where a recorded measurement shows them faster
+
+
+def _measured(cal: Calibration | None, gpu: GPU, w: Workload, prec: str) -> bool:
+    return bool(cal and w.model and cal.measured_images_per_s(gpu.key, w.model.name, prec))
+
+
 def _fastest_embed(w: Workload, gpu: GPU, first: Option, a: Assumptions, cal: Calibration | None,
                    deadline_s: float | None, whole_nodes: bool) -> Option:
     """``auto`` as ingest runs it: the lower tensor-core formats race the fastest one and the
-    quickest wins. Without measurements the roofline keeps the fastest format; a calibration
-    can show otherwise (FP8 through torchao ran ViT-B/16 at 0.41x bf16 on an H200)."""
-    best = first
+    quickest wins. FP8 and FP4 take part only with a recorded measurement of this model on
+    this card (``--calibrate``): their datasheet peaks are not what a model gets (torchao's
+    per-row FP8 ran ViT-B/16 at 0.41x bf16 on an H200), so without one bf16 is planned."""
+    verified = first.precision not in UNVERIFIED or _measured(cal, gpu, w, first.precision)
+    candidates = [first] if verified else []
+    dropped = [] if candidates else [first.precision]
     for prec in ("fp8", "bf16"):
         if not gpu.supports(prec) or PRECISIONS.index(prec) >= PRECISIONS.index(first.precision):
             continue  # only the formats below the one auto picked
+        if prec in UNVERIFIED and not _measured(cal, gpu, w, prec):
+            dropped.append(prec)
+            continue
         other = evaluate(w, gpu, prec, a, cal, deadline_s, whole_nodes)
-        if isinstance(other, Option) and (other.hours, other.gpus, -other.gpu_rate) < (
-                best.hours, best.gpus, -best.gpu_rate):
-            best = other
-    if best is not first:
+        if isinstance(other, Option):
+            candidates.append(other)
+    if not candidates:
+        return first
+    best = min(candidates, key=lambda o: (o.hours, o.gpus, -o.gpu_rate))
+    if dropped:
+        best.notes.append(f"auto: {', '.join(dropped)} unverified on {gpu.key} (no recorded "
+                          f"measurement of {w.model.name} there; --calibrate with a benchmarks/gpu.py "
+                          f"run to consider it): {best.precision} planned")
+    elif best is not first:
         best.notes.append(f"auto: {best.precision} runs {best.gpu_rate:,.0f} images/s on the GPU, "
                           f"{first.precision} {first.gpu_rate:,.0f}: {best.precision} is used")
     return best

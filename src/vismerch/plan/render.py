@@ -103,7 +103,8 @@ def render_catalog(catalog: Catalog) -> None:
 def render_claims(rows: list[dict]) -> None:
     con = _console()
     for row in rows:
-        con.print(f"[bold]{row['claim']}[/]")
+        status = f" [yellow]({row['status']})[/]" if row.get("status") else ""
+        con.print(f"[bold]{row['claim']}[/]{status}")
         for key in ("peak_ratio", "same_precision_peak_ratio", "bandwidth_ratio", "formula",
                     "stated_case"):
             if key in row:

@@ -106,6 +106,29 @@ PRESETS: dict[str, ViTConfig] = {
     )
 }
 
+# The one FLOP convention of the project (benchmarks/gpu.py, gpu_ingest.py, the planner).
+FLOP_CONVENTION = (
+    "FLOPs = 2 x multiply-accumulates (timm's GMACs x 2) of the matrix products: patch "
+    "embedding, QKV/output projections, MLP, QK^T and AV, pooling head, output projection; "
+    "softmax, LayerNorm, GELU, biases and preprocessing are not counted. MFU = achieved model "
+    "FLOP/s / the card's dense datasheet peak at the precision run (plan/hardware.toml), not "
+    "a measured matmul peak."
+)
+
+
+def model_flops_utilisation(flops_per_item: float, items_per_s: float, peak_flops: float) -> float:
+    """MFU under ``FLOP_CONVENTION``: ``peak_flops`` is the datasheet dense peak in FLOP/s."""
+    if peak_flops <= 0:
+        raise UsageError("MFU needs a positive peak")
+    return flops_per_item * items_per_s / peak_flops
+
+
+def clip_vision(hidden: int, layers: int, patch: int, image_size: int, intermediate: int,
+                projection: int = 0, name: str = "custom") -> ViTConfig:
+    """A CLIP image tower in the planner's terms (the fields transformers' configs use)."""
+    return ViTConfig(name, hidden, layers, patch, image_size, mlp_dim=intermediate, embed_dim=projection)
+
+
 _SPEC_KEYS = {"width", "depth", "patch", "resolution", "mlp_dim", "embed_dim", "pool"}
 
 

@@ -1,5 +1,6 @@
 """Distributors decide only *where* ``run_task`` runs: in-process, a local process pool,
-CPU decode workers feeding one consumer per GPU, or a Ray cluster running the same
+CPU decode workers feeding one consumer per GPU, one overlapped bounded pipeline per
+device (stream), or a Ray cluster running the same
 stages. They yield TaskResults in completion order and never interpret them."""
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ def _device(workers: int = 1, devices: list[str] | None = None, **_):
     return DeviceDistributor(workers=workers, devices=devices)
 
 
+def _stream(workers: int = 1, devices: list[str] | None = None, **_):
+    from vismerch.pipeline.distributors.stream import StreamDistributor
+
+    return StreamDistributor(workers=workers, devices=devices)
+
+
 def _ray(workers: int = 0, address: str = "local", **_):
     from vismerch.pipeline.distributors.ray_cluster import RayDistributor
 
@@ -40,4 +47,5 @@ def _ray(workers: int = 0, address: str = "local", **_):
 
 DISTRIBUTORS.register("local", _local)
 DISTRIBUTORS.register("device", _device)
+DISTRIBUTORS.register("stream", _stream)
 DISTRIBUTORS.register("ray", _ray)
