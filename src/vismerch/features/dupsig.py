@@ -74,6 +74,7 @@ COLOUR_CELLS = 8
 BAR_LEVELS = 10.0  # sRGB levels: a padding or letterbox bar's cells from its colour (JPEG noise)
 BUSY_RING = 2  # cells: the ring inside the bars that tells a backdrop from a scene ...
 BUSY_SHARE = 0.5  # ... share of it away from its median colour: no backdrop
+EDGE_FULL = 0.75  # share of a stripped side's line that content must fill (a photo's edge)
 AGREE = 1.5  # cells: a product box this close to the frame less its bars on every side
 CLIP_LEVELS = 8.0  # sRGB levels above the backdrop ...
 CLIP_SHARE = 0.05  # ... in more than this share of the box's cells: the backdrop is not its white
@@ -349,10 +350,29 @@ def frame_cells(small: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         ring = torch.cat([region[:, :r].reshape(3, -1), region[:, -r:].reshape(3, -1),
                           region[:, r:-r, :r].reshape(3, -1), region[:, r:-r, -r:].reshape(3, -1)], 1)
         far = (ring - ring.median(dim=1, keepdim=True).values).abs().amax(dim=0) > MASS_FROM
-        busy[i] = far.float().mean() > BUSY_SHARE
+        busy[i] = far.float().mean() > BUSY_SHARE and _straight_edges(small[i], (a0, b0, a1, b1))
         if busy[i]:
             frame[i] = _sub_cell(small[i], frame[i])
     return frame, busy
+
+
+def _straight_edges(grid: torch.Tensor, frame: tuple[int, int, int, int]) -> bool:
+    """Whether every side of ``frame`` that bars were stripped from meets content along
+    its whole length: at least ``EDGE_FULL`` of the second kept line's cells stand out
+    from the bar's colour, as along a padded or letterboxed photo's edge (a product on a
+    backdrop meets its margins at a tip or a hem, not along all four sides)."""
+    x0, y0, x1, y1 = frame
+    g = grid.shape[-1]
+    rows, cols = grid[:, :, x0:x1], grid[:, y0:y1]
+    sides = ((y0 > 0, lambda o: rows[:, y0 + o]), (y1 < g, lambda o: rows[:, y1 - 1 - o]),
+             (x0 > 0, lambda o: cols[:, :, x0 + o]), (x1 < g, lambda o: cols[:, :, x1 - 1 - o]))
+    for stripped, line in sides:
+        if not stripped:
+            continue
+        bar = line(-1).median(dim=1, keepdim=True).values
+        if ((line(1) - bar).abs().amax(dim=0) > MASS_FROM).float().mean() < EDGE_FULL:
+            return False
+    return True
 
 
 def _sub_cell(grid: torch.Tensor, frame: torch.Tensor) -> torch.Tensor:
