@@ -324,20 +324,23 @@ def _strip(dev: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def frame_cells(small: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(B, 3, G, G) grid -> (the frame less its uniform bars (B, 4: x0, y0, x1, y1 in
     cells), bool (B,): that region has no backdrop). Rows, then columns within the rows
-    left, are bars while each cell is within ``BAR_LEVELS`` of the line's median colour
-    (padding, letterbox bars, a studio backdrop's empty margins). The region has no
-    backdrop when more than ``BUSY_SHARE`` of its ring of ``BUSY_RING`` cells (inside its
-    outermost line) lies farther than ``MASS_FROM`` levels from the ring's median colour: a scene or a
-    full-bleed shot, where a product box found against the border colour would move
-    with every crop."""
+    left, are bars while each channel's range over the line's cells is at most twice
+    ``BAR_LEVELS`` (padding, letterbox bars, a studio backdrop's empty margins). The
+    region has no backdrop when more than ``BUSY_SHARE`` of its ring of ``BUSY_RING``
+    cells (inside its outermost line) lies farther than ``MASS_FROM`` levels from the
+    ring's median colour and every stripped side meets content along its whole length
+    (``_straight_edges``): a scene or a full-bleed shot, where a product box found
+    against the border colour would move with every crop."""
     b, _, g, _ = small.shape
-    row_dev = (small - small.median(dim=3, keepdim=True).values).abs().amax(dim=(1, 3))
+    # a line's spread: its cells' range per channel, halved (max and min are a fraction
+    # of a median's cost, and on a bar's cells the two agree)
+    row_dev = (small.amax(dim=3) - small.amin(dim=3)).amax(dim=1) / 2
     y0, y1 = _strip(row_dev)
     rows = torch.arange(g, device=small.device)
     inside = (rows[None] >= y0[:, None]) & (rows[None] < y1[:, None])  # (B, G)
-    masked = torch.where(inside[:, None, :, None], small, torch.nan)
-    col_med = masked.nanmedian(dim=2, keepdim=True).values
-    col_dev = torch.where(inside[:, None, :, None], (small - col_med).abs(), 0.0).amax(dim=(1, 2))
+    keep = inside[:, None, :, None]
+    col_dev = (torch.where(keep, small, -1.0).amax(dim=2)
+               - torch.where(keep, small, 256.0).amin(dim=2)).amax(dim=1) / 2
     x0, x1 = _strip(col_dev)
     frame = torch.stack([x0, y0, x1, y1], dim=1).to(torch.float32)
     busy = torch.zeros(b, dtype=torch.bool, device=small.device)
