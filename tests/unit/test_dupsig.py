@@ -305,3 +305,81 @@ def test_a_frame_without_a_product_is_its_own_box_and_a_small_product_is_not():
     box = signatures(torch.from_numpy(np.stack([blank, faint, small])))["dup_box"]
     np.testing.assert_allclose(box[:2], [[0, 0, 1, 1], [0, 0, 1, 1]])
     np.testing.assert_allclose(box[2] * SIZE, [140, 100, 152, 112], atol=1.0)
+
+
+def _scene(colour=(200, 40, 40), seed: int = 0, fill: float = 0.9, frame=(800, 800)) -> Image.Image:
+    """A full-frame photo: a lopsided product filling ``fill`` of the frame in front of a
+    room (smooth colour fields, a few hard-edged objects), no backdrop anywhere."""
+    rng = np.random.default_rng(seed)
+    w, h = frame
+    field = rng.integers(30, 226, (5, 5, 3)).astype(np.uint8)
+    img = Image.fromarray(field).resize((w, h), Image.BICUBIC)
+    d = ImageDraw.Draw(img)
+    for _ in range(8):
+        x, y = rng.uniform(0, w), rng.uniform(0, h)
+        s = rng.uniform(0.05, 0.2) * w
+        d.rectangle([x, y, x + s, y + s * rng.uniform(0.5, 2)],
+                    fill=tuple(int(v) for v in rng.integers(0, 256, 3)))
+    product = _product(colour=colour, seed=seed, frame=(w, h))
+    mask = Image.fromarray(((np.abs(np.asarray(product, np.int16) - 249).max(axis=2) > 12)
+                            * 255).astype(np.uint8))
+    size = (round(w * fill), round(h * fill))
+    img.paste(product.resize(size, Image.LANCZOS), ((w - size[0]) // 2, (h - size[1]) // 2),
+              mask.resize(size, Image.LANCZOS))
+    return img
+
+
+def test_a_full_frame_photo_is_boxed_by_its_frame_less_the_bars():
+    img = _scene(seed=1)
+    padded = ImageOps.expand(img, border=(200, 40, 60, 300), fill=(255, 255, 255))
+    box = signatures(torch.from_numpy(np.stack([_working(img), _working(padded)])))["dup_box"]
+    assert box[0] == pytest.approx([0, 0, 1, 1], abs=0.01)
+    # in the padded frame: the photo, not the product inside it
+    assert box[1] == pytest.approx([200 / 1060, 40 / 1140, 1000 / 1060, 840 / 1140], abs=0.012)
+
+
+def test_full_frame_copies_are_duplicates_and_look_alikes_are_not():
+    """Full-frame shots through padding, letterbox, crops (a quarter of the area at most)
+    and light edits are found; a colourway, a mirror and another scene are not."""
+    rng = np.random.default_rng(3)
+    found = {}
+    for edit in ("pad", "letterbox", "crop", "crop-off", "light"):
+        for seed in range(3):
+            img = _scene(seed=seed)
+            copy, _ = edits.apply(img, edit, rng)
+            found[edit] = found.get(edit, 0) + ((0, 1) in _confirmed(_sigs([img, copy])))
+    assert sum(found.values()) >= 13, found
+    assert min(found.values()) >= 2, found
+    img = _scene(seed=4)
+    apart = [img, _scene(colour=(40, 190, 200), seed=4),  # colourway: the hue turned round
+             ImageOps.mirror(img), _scene(seed=5)]
+    assert _confirmed(_sigs(apart)) == set()
+
+
+def test_a_product_lighter_than_a_dark_backdrop_keeps_its_colour():
+    """Balanced by a dark teal backdrop, a light product would clip to white and match
+    its colourway; balanced by its own brightest cells it keeps its colour."""
+    def on_teal(colour):
+        img = _product(colour=colour, seed=6)
+        a = np.asarray(img).copy()
+        back = np.abs(a.astype(np.int16) - 249).max(axis=2) <= 12
+        a[back] = (20, 70, 80)
+        return Image.fromarray(a)
+
+    orange, green = on_teal((235, 150, 80)), on_teal((80, 235, 150))
+    sigs = _sigs([orange, Image.eval(orange, lambda v: int(v * 0.9)), green])
+    assert _confirmed(sigs) == {(0, 1)}
+    ab, _ = sigs.tone
+    assert ab[0, 0] - ab[2, 0] > 20  # orange lies red-ward of green in a*: not both white
+
+
+def test_a_colourway_turned_half_round_is_not_a_light_edit():
+    from vismerch.features.dupsig import LAB_CODE_OFFSET, LAB_CODE_SCALE
+    from vismerch.merch.dupmatch import cell_colour_residual
+
+    lab = np.zeros((2, 8, 8, 3), np.float32)
+    lab[..., 0] = 60.0
+    lab[0, ..., 1:] = (40.0, 20.0)
+    lab[1, ..., 1:] = (-40.0, -20.0)  # the same chroma, opposite hue
+    code = (lab * LAB_CODE_SCALE + LAB_CODE_OFFSET).round().astype(np.uint8)
+    assert cell_colour_residual(code, np.array([0]), np.array([1]))[0] > 40

@@ -11,7 +11,13 @@ shard (1.2 KiB per image):
   proportion to the share of it the product covers (``_coverage``; faint shadows and
   gradients away from the product stay out); each side sits where the cumulative mass crosses
   ``EDGE_SHARE``, interpolated inside the cell, so a copy zoomed or cut differently keeps
-  its box to a fraction of a cell. Padding,
+  its box to a fraction of a cell. A photo without a backdrop (a scene, or a product
+  filling the frame: the ring inside the frame less its uniform bars is mostly far from
+  its median colour, ``frame_cells``) is boxed by the frame less its padding or
+  letterbox bars instead, each stripped side moved by the share of its first line the
+  bar still covers, and balanced in brightness only, by its brightest cell; so is a shot
+  on a dark or coloured backdrop that most of the product is lighter than
+  (``_unclipped``: balanced by that backdrop, the product would clip to white). Padding,
   letterbox bars and trimmed margins change the frame, not the box, so everything below
   is computed on the box and they vanish. Zeros mean "no signature" (shards written
   before the columns existed read back as zeros: ``has_signature``).
@@ -65,6 +71,13 @@ MIN_MASS = 0.5  # product mass (``_coverage``) below which the whole frame is th
 LOG_EPS = 0.05
 LOG_LO, LOG_HI = float(np.log(LOG_EPS)), float(np.log(1.0 + LOG_EPS))
 COLOUR_CELLS = 8
+BAR_LEVELS = 10.0  # sRGB levels: a padding or letterbox bar's cells from its colour (JPEG noise)
+BUSY_RING = 2  # cells: the ring inside the bars that tells a backdrop from a scene ...
+BUSY_SHARE = 0.5  # ... share of it away from its median colour: no backdrop
+EDGE_FULL = 0.75  # share of a stripped side's line that content must fill (a photo's edge)
+AGREE = 1.5  # cells: a product box this close to the frame less its bars on every side
+CLIP_LEVELS = 8.0  # sRGB levels above the backdrop ...
+CLIP_SHARE = 0.05  # ... in more than this share of the box's cells: the backdrop is not its white
 BORDER = 4  # border ring (BOX_GRID cells) the backdrop colour is the median of
 COLUMNS = ("dup_box", "dup_sig", "dup_colour", "dup_hash")
 
@@ -273,16 +286,155 @@ def box_cells(x: torch.Tensor, planes: torch.Tensor | None = None
     border = _backdrop(small).clamp_min(16.0)  # (B, 3)
     cells = _box_cells(small * (255.0 / border)[:, :, None, None])
     back = _ring_backdrop(small, cells, border)
+    # a photo without a backdrop (the product fills the frame or stands in a scene): its
+    # box is the frame less any padding or letterbox bars, balanced by its own light
+    frame, busy = frame_cells(small)
+    if busy.any():
+        # where the product box found against the border agrees with the frame less its
+        # bars (a patterned product on a backdrop), it is the finer of the two
+        agree = ((cells - frame).abs() <= AGREE).all(dim=1)
+        cells[busy & ~agree] = frame[busy & ~agree]
+        back[busy] = _own_white(small[busy], frame[busy])
+    # a dark or coloured backdrop: balanced by it, a lighter product would clip to white
+    # and lose its colour; balanced by the box's brightest cells instead
+    back = _unclipped(small, cells, back)
     balanced = small.mul_((255.0 / back)[:, :, None, None])  # ours, or used up (see signatures)
     # where the ring's colour is the border's (most shots), the second pass would find
     # the same box from the same numbers: only the others are searched again
-    redo = (back != border).any(dim=1).nonzero().squeeze(1)
+    redo = ((back != border).any(dim=1) & ~busy).nonzero().squeeze(1)
     if redo.numel():
         cells = cells.index_copy(0, redo, _box_cells(balanced.index_select(0, redo)))
     box = cells / BOX_GRID
     rows, cols = _rows_and_cols(box, BOX_GRID, BOX_GRID)
     content = matmul(matmul(rows[:, None], balanced.clamp_(0, 255)), cols.transpose(1, 2)[:, None])
     return box, content, back
+
+
+def _strip(dev: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, G) per-line spread (levels) -> (first, stop) of the lines left once the
+    uniform lines (spread <= ``BAR_LEVELS``) at either end are stripped."""
+    bar = (dev <= BAR_LEVELS).to(torch.int32)
+    g = dev.shape[1]
+    first = bar.cumprod(dim=1).sum(dim=1)
+    stop = g - bar.flip(1).cumprod(dim=1).sum(dim=1)
+    empty = stop <= first  # all uniform: a blank frame keeps all of it
+    return torch.where(empty, 0, first), torch.where(empty, g, stop)
+
+
+def frame_cells(small: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, 3, G, G) grid -> (the frame less its uniform bars (B, 4: x0, y0, x1, y1 in
+    cells), bool (B,): that region has no backdrop). Rows, then columns within the rows
+    left, are bars while each channel's range over the line's cells is at most twice
+    ``BAR_LEVELS`` (padding, letterbox bars, a studio backdrop's empty margins). The
+    region has no backdrop when more than ``BUSY_SHARE`` of its ring of ``BUSY_RING``
+    cells (inside its outermost line) lies farther than ``MASS_FROM`` levels from the
+    ring's median colour and every stripped side meets content along its whole length
+    (``_straight_edges``): a scene or a full-bleed shot, where a product box found
+    against the border colour would move with every crop."""
+    b, _, g, _ = small.shape
+    # a line's spread: its cells' range per channel, halved (max and min are a fraction
+    # of a median's cost, and on a bar's cells the two agree)
+    row_dev = (small.amax(dim=3) - small.amin(dim=3)).amax(dim=1) / 2
+    y0, y1 = _strip(row_dev)
+    rows = torch.arange(g, device=small.device)
+    inside = (rows[None] >= y0[:, None]) & (rows[None] < y1[:, None])  # (B, G)
+    keep = inside[:, None, :, None]
+    col_dev = (torch.where(keep, small, -1.0).amax(dim=2)
+               - torch.where(keep, small, 256.0).amin(dim=2)).amax(dim=1) / 2
+    x0, x1 = _strip(col_dev)
+    frame = torch.stack([x0, y0, x1, y1], dim=1).to(torch.float32)
+    busy = torch.zeros(b, dtype=torch.bool, device=small.device)
+    for i, (a0, b0, a1, b1) in enumerate(frame.to(torch.int64).tolist()):
+        # the region's outermost line is left out: its cells may blend a bar with the edge
+        region = small[i, :, b0 + 1:b1 - 1, a0 + 1:a1 - 1]
+        if min(b1 - b0, a1 - a0) <= 2 * BUSY_RING + 2:
+            continue
+        r = BUSY_RING
+        ring = torch.cat([region[:, :r].reshape(3, -1), region[:, -r:].reshape(3, -1),
+                          region[:, r:-r, :r].reshape(3, -1), region[:, r:-r, -r:].reshape(3, -1)], 1)
+        far = (ring - ring.median(dim=1, keepdim=True).values).abs().amax(dim=0) > MASS_FROM
+        busy[i] = far.float().mean() > BUSY_SHARE and _straight_edges(small[i], (a0, b0, a1, b1))
+        if busy[i]:
+            frame[i] = _sub_cell(small[i], frame[i])
+    return frame, busy
+
+
+def _straight_edges(grid: torch.Tensor, frame: tuple[int, int, int, int]) -> bool:
+    """Whether every side of ``frame`` that bars were stripped from meets content along
+    its whole length: at least ``EDGE_FULL`` of the second kept line's cells stand out
+    from the bar's colour, as along a padded or letterboxed photo's edge (a product on a
+    backdrop meets its margins at a tip or a hem, not along all four sides)."""
+    x0, y0, x1, y1 = frame
+    g = grid.shape[-1]
+    rows, cols = grid[:, :, x0:x1], grid[:, y0:y1]
+    sides = ((y0 > 0, lambda o: rows[:, y0 + o]), (y1 < g, lambda o: rows[:, y1 - 1 - o]),
+             (x0 > 0, lambda o: cols[:, :, x0 + o]), (x1 < g, lambda o: cols[:, :, x1 - 1 - o]))
+    for stripped, line in sides:
+        if not stripped:
+            continue
+        bar = line(-1).median(dim=1, keepdim=True).values
+        if ((line(1) - bar).abs().amax(dim=0) > MASS_FROM).float().mean() < EDGE_FULL:
+            return False
+    return True
+
+
+def _sub_cell(grid: torch.Tensor, frame: torch.Tensor) -> torch.Tensor:
+    """``frame`` (4,) with each side that bars were stripped from moved into its first
+    kept line by the share of that line the bar still covers: the median over its cells
+    of (levels from the bar's colour) / (the next line's), where the next line stands out
+    from the bar (a copy padded by a fraction of a cell lines up with its original)."""
+    x0, y0, x1, y1 = (int(v) for v in frame.tolist())
+    g = grid.shape[-1]
+    out = frame.clone()
+    rows = grid[:, :, x0:x1]  # (3, G, width): the rows' bars within the kept columns
+    cols = grid[:, y0:y1]  # (3, height, G): the columns' bars within the kept rows
+
+    def cover(bar: torch.Tensor, first: torch.Tensor, second: torch.Tensor) -> float | None:
+        m = bar.median(dim=1, keepdim=True).values
+        d0 = (first - m).abs().amax(dim=0)
+        d1 = (second - m).abs().amax(dim=0)
+        sel = d1 > MASS_FROM
+        if int(sel.sum()) < 3:
+            return None
+        return float((d0[sel] / d1[sel]).clamp(0, 1).median())
+
+    sides = (  # (side, stripped, line at (offset from the side), step inward)
+        (1, y0 > 0 and y1 - y0 > 2, lambda o: rows[:, y0 + o], 1),
+        (3, y1 < g and y1 - y0 > 2, lambda o: rows[:, y1 - 1 - o], -1),
+        (0, x0 > 0 and x1 - x0 > 2, lambda o: cols[:, :, x0 + o], 1),
+        (2, x1 < g and x1 - x0 > 2, lambda o: cols[:, :, x1 - 1 - o], -1),
+    )
+    for k, stripped, take, inward in sides:
+        if stripped:
+            t = cover(take(-1), take(0), take(1))
+            if t is not None:  # the content covers t of the line, on its inner side
+                out[k] = frame[k] + inward * (1.0 - t)
+    return out
+
+
+def _own_white(small: torch.Tensor, frame: torch.Tensor) -> torch.Tensor:
+    """(n, 3): the level of the brightest cell inside each ``frame``, in every channel
+    (at least 16): a photo without a backdrop has nothing known to be white, so its
+    brightness is set by it and its white balance left as it is (balanced per channel
+    by its brightest cells, a product filling the frame would turn white and lose the
+    colour that tells it from its colourways)."""
+    out = torch.empty(len(small), 3, device=small.device)
+    for i, (a0, b0, a1, b1) in enumerate(frame.to(torch.int64).tolist()):
+        out[i] = small[i, :, b0:b1, a0:a1].amax()
+    return out.clamp_min(16.0)
+
+
+def _unclipped(small: torch.Tensor, cells: torch.Tensor, back: torch.Tensor) -> torch.Tensor:
+    """``back`` (B, 3), or in every channel the level of the box's brightest cell (as
+    ``_own_white``) where more than ``CLIP_SHARE`` of the box's cells are lighter than
+    ``back`` in a channel: that backdrop is no white to balance by."""
+    out = back.clone()
+    for i, (a0, b0, a1, b1) in enumerate(cells.floor().to(torch.int64).tolist()):
+        box = small[i, :, b0:max(b1, b0 + 1), a0:max(a1, a0 + 1)]
+        over = (box > back[i, :, None, None] + CLIP_LEVELS).any(dim=0)
+        if over.float().mean() > CLIP_SHARE:
+            out[i] = torch.maximum(back[i].amax(), box.amax())
+    return out
 
 
 def small_boxes_from_pixels(x: torch.Tensor, box: torch.Tensor, back: torch.Tensor,

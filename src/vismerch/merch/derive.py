@@ -158,7 +158,7 @@ def refresh_duplicates(store: Store, features: Features, settings: Settings, ind
     return len(groups) - dropped
 
 
-DUP_RULES_VERSION = 1  # bump when merch/dupmatch.py or dupfind.py judge pairs differently
+DUP_RULES_VERSION = 2  # bump when merch/dupmatch.py or dupfind.py judge pairs differently
 INCREMENTAL_MAX_SHARE = 0.5  # more new/changed images than this share: search everything
 
 

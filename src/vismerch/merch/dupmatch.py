@@ -11,7 +11,8 @@ signatures of features/dupsig.py (box, 32x32 log-luma of the box, 4x4 Lab cells)
   aspect_b``), and its position is tied to the sides where the cropped box still has
   margin (a side that does not touch the frame was not cut, so it lines up with the
   other box's side); sides touching the frame try left/centre/right. Both directions
-  (B in A, A in B) are tried and compared at 16x16.
+  (B in A, A in B) are tried and compared at 16x16; the best is then refined in two
+  rounds of small moves and scalings (``REFINE_STEPS``) and scored at 32x32.
 * **mirror**: the same search against B flipped left-right. A pair whose mirrored score
   beats its direct one is a mirrored shot, refused unless ``allow_mirror``.
 * **colour**: after the white balance is undone, the product's mean a*b* and L* (cells
@@ -41,6 +42,7 @@ TOUCH = 1.5 / 128  # a box side this close to the frame edge touches it
 # cut through (seed 4); on the OpenMoji set 0.04 and 0.06 found the same pairs (issue 11's
 # note; the catalogs' scores before and after are in benchmarks/RESULTS.md).
 PLAIN_ASPECT = 0.04
+REFINE_STEPS = (0.008, 0.004)  # box fractions: the region search's refinement rounds
 RIM = 1  # cells at the signature's edge left out of the scores
 _PAIRS = 96  # pairs per region-search chunk (its arrays stay ~30 MB)
 # The plain scores of many pairs come from per-image unit rows stored as float16: a dot
@@ -141,11 +143,40 @@ def _region(big: np.ndarray, small: np.ndarray, aspect_big: np.ndarray,
     order = np.lexsort((-score, pair))  # per pair, best first
     first = order[np.r_[True, pair[order][1:] != pair[order][:-1]]]
     found = pair[first]
-    # the chosen sub-rectangle at full resolution: layout and detail scores
-    view = _sample(big[found], x0[first, None], y0[first, None], su[first, None],
-                   sv[first, None], SIG)[:, 0].reshape(len(found), SIG, SIG)
-    plain[found], detail[found] = _scores(view, small[found])
+    # the chosen sub-rectangle, refined, at full resolution: layout and detail scores
+    plain[found], detail[found] = _refine(big[found], small[found], x0[first], y0[first],
+                                          su[first], sv[first])
     del rows
+    return plain, detail
+
+
+def _refine(big: np.ndarray, small: np.ndarray, x0: np.ndarray, y0: np.ndarray,
+            su: np.ndarray, sv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(layout, detail) of ``small`` against the sub-rectangle of ``big`` found on the
+    search grid, moved and scaled by up to ``REFINE_STEPS``' sums (a crop's true scale lies
+    between two of ``SCALES``, and its position between anchors when the crop is not
+    centred: a quarter of a signature cell off costs the detail score most), keeping
+    the best layout + detail in each round."""
+    steps = np.array([-1.0, 0.0, 1.0])
+    d_s, d_x, d_y = (v.reshape(-1) for v in np.meshgrid(steps, steps, steps, indexing="ij"))
+    plain, detail = _scores(_sample(big, x0[:, None], y0[:, None], su[:, None], sv[:, None],
+                                    SIG)[:, 0].reshape(len(big), SIG, SIG), small)
+    for step in REFINE_STEPS:
+        f = 1.0 + step * d_s[None, :]  # (1, 27) scale factors, both axes alike
+        cu, cv = np.minimum(su[:, None] * f, 1.0), np.minimum(sv[:, None] * f, 1.0)
+        cx = np.clip(x0[:, None] + (su[:, None] - cu) / 2 + step * d_x[None, :], 0.0, 1.0 - cu)
+        cy = np.clip(y0[:, None] + (sv[:, None] - cv) / 2 + step * d_y[None, :], 0.0, 1.0 - cv)
+        n, c = cx.shape
+        views = _sample(big, cx, cy, cu, cv, SIG).reshape(n * c, SIG, SIG)
+        lay, det = _scores(views, np.repeat(small, c, axis=0))
+        lay, det = lay.reshape(n, c), det.reshape(n, c)
+        pick = np.argmax(lay + det, axis=1)
+        rows = np.arange(n)
+        better = (lay + det)[rows, pick] > plain + detail
+        plain = np.where(better, lay[rows, pick], plain)
+        detail = np.where(better, det[rows, pick], detail)
+        x0, y0 = np.where(better, cx[rows, pick], x0), np.where(better, cy[rows, pick], y0)
+        su, sv = np.where(better, cu[rows, pick], su), np.where(better, cv[rows, pick], sv)
     return plain, detail
 
 
@@ -418,8 +449,10 @@ def cell_colour_residual(colour: np.ndarray, i: np.ndarray, j: np.ndarray) -> np
              / np.maximum((w * (la - ma) ** 2).sum(1, keepdims=True), 1e-6))
     rl = lb - (mb + slope * (la - ma))
     aba, abb = a[..., 1:], b[..., 1:]
-    gain = ((w[..., None] * aba * abb).sum((1, 2)) /
-            np.maximum((w[..., None] * aba * aba).sum((1, 2)), 1e-6))[:, None, None]
+    # a light edit scales chroma, never turns it round: a negative gain would explain a
+    # colourway whose hue is turned by half a circle (red to cyan) as a light edit
+    gain = np.maximum((w[..., None] * aba * abb).sum((1, 2)) /
+                      np.maximum((w[..., None] * aba * aba).sum((1, 2)), 1e-6), 0.0)[:, None, None]
     rab = np.linalg.norm(abb - gain * aba, axis=2)
     resid = np.sqrt(rl ** 2 + rab ** 2)
     return np.where(w > 8.0, resid, 0.0).max(axis=1)
