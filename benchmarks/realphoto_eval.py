@@ -27,7 +27,7 @@ Three kinds of photo are built from each stamp (one per stamp, drawn at random):
 * ``fullframe``: the same, but the product fills 85-105% of the frame (it may be cut by
   the frame's edge): a supplier's full-bleed shot, with no box that padding leaves alone.
 
-Positives: copies of an original through ``EDIT_KINDS`` of catalog/_sample_edits.py
+Positives: copies of an original through ``EDIT_KINDS`` of sample/edits.py
 (padding, letterbox bars, centred and off-centre crops keeping 75-95% of the area, tone
 and white-balance edits, a chain of them, re-encoding), 0-2 per original. The truth's
 ``duplicate_transform`` is ``KIND:EDIT``, so recall is reported per kind of photo and edit.
@@ -223,7 +223,7 @@ def saturation(product: Image.Image) -> float:
 # ------------------------------------------------------------------ the set
 def build(out: Path, stamps_root: Path, seed: int) -> dict:
     """Write the set under ``out`` (images/ + truth.json); returns the truth."""
-    from vismerch.catalog import _sample_edits as edits
+    from vismerch.sample import edits
 
     rng = np.random.default_rng(seed)
     bgs = backgrounds()
@@ -327,7 +327,7 @@ def dominant_lab(root: Path, truth: dict, ids: list[str]) -> np.ndarray:
 # ------------------------------------------------------------------ scores
 def by_kind(truth: dict, groups: list[list[str]]) -> dict:
     """duplicate_scores restricted to each kind of photo (pairs of that kind only)."""
-    from vismerch.catalog.evaluate import duplicate_scores
+    from vismerch.sample.evaluate import duplicate_scores
 
     out = {}
     for kind in KINDS:
@@ -352,7 +352,7 @@ def _threshold_groups(ids: list[str], sim: np.ndarray, at: float) -> list[list[s
 
 def duplicates(root: Path, truth: dict, ids: list[str], cols: dict, hist: np.ndarray) -> dict:
     from dup_eval import ours, phash_distances, phash_groups
-    from vismerch.catalog.evaluate import duplicate_scores
+    from vismerch.sample.evaluate import duplicate_scores
 
     result = {}
     groups, seconds = ours(ids, cols)
@@ -465,7 +465,7 @@ def encoder_vectors(root: Path, truth: dict, ids: list[str], site: Path) -> tupl
 
 
 def encoder_scores(truth: dict, ids: list[str], emb: np.ndarray) -> dict:
-    from vismerch.catalog.evaluate import duplicate_scores
+    from vismerch.sample.evaluate import duplicate_scores
 
     sim = emb @ emb.T
     at = max(np.arange(0.80, 1.0, 0.005), key=lambda t: duplicate_scores(
