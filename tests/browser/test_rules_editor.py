@@ -28,7 +28,8 @@ def collection(store, server):
 
 @pytest.fixture
 def own_rules(store, server):
-    """Deletes the rules a test made, so the other browser tests see the store as it was."""
+    """The ids of the rules that existed before the test (other browser tests leave some);
+    deletes the rules the test made, so the other browser tests see the store as it was."""
     _, keys, _ = store
 
     def ids():
@@ -36,14 +37,15 @@ def own_rules(store, server):
         return {r["id"] for r in got["items"]}
 
     before = ids()
-    yield
+    yield before
     for rule_id in ids() - before:
         api(server, "DELETE", f"/rules/{rule_id}", keys["admin"])
 
 
-def _rules(server, keys, collection):
+def _rules(server, keys, collection, before):
+    """The collection's rules made by this test (not those in ``before``)."""
     _, _, got = api(server, "GET", f"/rules?collection={quote(collection)}&limit=1000", keys["viewer"])
-    return got["items"]
+    return [r for r in got["items"] if r["id"] not in before]
 
 
 def _open_rules(page, collection):
@@ -96,7 +98,7 @@ def test_every_kind_through_the_form_with_count_conflicts_and_undo(page, store, 
     snap(page, "rule-form")
     _save(page)
     page.wait_for_selector("#rule-list li[data-kind=boost]")
-    boost = next(r for r in _rules(server, keys, collection) if r["kind"] == "boost")
+    boost = next(r for r in _rules(server, keys, collection, own_rules) if r["kind"] == "boost")
     assert boost["where"] == f"price < {cut}" and boost["factor"] == 30
 
     # bury with a strength, hide (typed expression), bury-out-of-stock
@@ -116,9 +118,9 @@ def test_every_kind_through_the_form_with_count_conflicts_and_undo(page, store, 
     _new(page, "bury-out-of-stock")
     assert page.is_hidden("#rule-form .cond-fields")
     _save(page)
-    kinds = sorted(r["kind"] for r in _rules(server, keys, collection))
+    kinds = sorted(r["kind"] for r in _rules(server, keys, collection, own_rules))
     assert kinds == ["boost", "bury", "bury-out-of-stock", "hide"]
-    assert next(r for r in _rules(server, keys, collection) if r["kind"] == "bury")["factor"] == 20
+    assert next(r for r in _rules(server, keys, collection, own_rules) if r["kind"] == "bury")["factor"] == 20
 
     # pin through the product picker: found by name, shown with its thumbnail
     target = ids[-1]
@@ -141,33 +143,34 @@ def test_every_kind_through_the_form_with_count_conflicts_and_undo(page, store, 
     page.wait_for_selector("#rule-form .conflicts li[data-kind=same-slot]")
     assert "position 2 is also pinned" in page.inner_text("#rule-form .conflicts")
     assert page.inner_text("#rule-form button[type=submit]") == "Save anyway"
-    assert sum(r["kind"] == "pin" for r in _rules(server, keys, collection)) == 1
+    assert sum(r["kind"] == "pin" for r in _rules(server, keys, collection, own_rules)) == 1
     _save(page)  # "Save anyway": the page says which pin lost the slot; undo takes it back
     page.wait_for_selector("#page-conflicts li[data-kind=same-slot]")
     assert "already pinned" in page.inner_text("#page-conflicts")
     page.click("#rule-undo")
     page.wait_for_selector("#page-conflicts li", state="detached")
-    assert sum(r["kind"] == "pin" for r in _rules(server, keys, collection)) == 1
+    assert sum(r["kind"] == "pin" for r in _rules(server, keys, collection, own_rules)) == 1
 
     # edit the boost's strength; disable and enable the bury; delete the hide
     page.click(f"#rule-list li[data-rule='{boost['id']}'] button.edit")
     page.fill("#rule-form input[name=factor]", "45")
     _save(page)
     page.wait_for_function("() => true")
-    assert next(r for r in _rules(server, keys, collection) if r["id"] == boost["id"])["factor"] == 45
-    bury = next(r for r in _rules(server, keys, collection) if r["kind"] == "bury")
+    mine = _rules(server, keys, collection, own_rules)
+    assert next(r for r in mine if r["id"] == boost["id"])["factor"] == 45
+    bury = next(r for r in _rules(server, keys, collection, own_rules) if r["kind"] == "bury")
     page.click(f"#rule-list li[data-rule='{bury['id']}'] button.toggle")
     page.wait_for_selector(f"#rule-list li[data-rule='{bury['id']}'] .state.disabled")
     page.click(f"#rule-list li[data-rule='{bury['id']}'] button.toggle")
     page.wait_for_selector(f"#rule-list li[data-rule='{bury['id']}'] .state.active")
-    hide = next(r for r in _rules(server, keys, collection) if r["kind"] == "hide")
+    hide = next(r for r in _rules(server, keys, collection, own_rules) if r["kind"] == "hide")
     page.click(f"#rule-list li[data-rule='{hide['id']}'] button.delete")
     page.wait_for_selector(f"#arrangement .slot[data-id='{hidden}']")
 
     # undo, newest first: the delete (the hide is back), the enable, the disable, the edit
     page.click("#rule-undo")
     page.wait_for_function(GONE, arg=hidden)
-    again = [r for r in _rules(server, keys, collection) if r["kind"] == "hide"]
+    again = [r for r in _rules(server, keys, collection, own_rules) if r["kind"] == "hide"]
     assert len(again) == 1 and again[0]["where"] == hide["where"]
     page.click("#rule-undo")  # undo the enable: disabled again
     page.wait_for_selector(f"#rule-list li[data-rule='{bury['id']}'] .state.disabled")
@@ -175,7 +178,8 @@ def test_every_kind_through_the_form_with_count_conflicts_and_undo(page, store, 
     page.wait_for_selector(f"#rule-list li[data-rule='{bury['id']}'] .state.active")
     page.click("#rule-undo")  # undo the edit: strength 30 again
     page.wait_for_function("() => !document.querySelector('#rule-undo').textContent.includes('edit')")
-    assert next(r for r in _rules(server, keys, collection) if r["id"] == boost["id"])["factor"] == 30
+    mine = _rules(server, keys, collection, own_rules)
+    assert next(r for r in mine if r["id"] == boost["id"])["factor"] == 30
     assert not page.console_errors
 
 
@@ -189,7 +193,7 @@ def test_a_bad_condition_names_its_field_in_the_form(page, store, server, collec
     page.click("#rule-form button[type=submit]")
     page.wait_for_selector("#rule-form textarea[name=where][aria-invalid=true]")
     assert page.inner_text("#rule-form .error[role=alert]")
-    assert _rules(server, keys, collection) == []
+    assert _rules(server, keys, collection, own_rules) == []
 
 
 def test_preview_as_of_a_date_shows_a_scheduled_pin(page, store, server, collection, own_rules):

@@ -188,6 +188,10 @@ def test_finding_a_product_to_place_shows_a_spinner(page, store, fixes):
     page.click(".place button[type=submit]")
     page.wait_for_selector("#place-busy[role=status]:text('Searching')")
     assert page.locator(".place button[type=submit]").is_disabled()
+    for _ in range(100):  # the held lookup may follow a search the page makes first
+        if held:
+            break
+        page.wait_for_timeout(50)
     assert held
     held[0].continue_()
     page.wait_for_selector(f"#place-results button[title='Place {pid}']")

@@ -139,6 +139,8 @@ class PaletteIndex:
         """(rows, scores) of the top ``k`` palettes scoring at least ``min_score``, best first
         (ties by row); ``allowed``: a bool mask over the caller's rows."""
         query_lab = np.asarray(query_lab, np.float32).reshape(3)
+        if min_score > 1.0:  # a share above the whole palette: nothing can pass
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
         last = sigma * float(np.sqrt(np.log(1.0 / max(min_score, 1e-12))))
         radius = min(FIRST_RADIUS, last)
         bounds = self.cell_bounds(query_lab) if len(self.cells) else None

@@ -55,12 +55,7 @@ class DeviceDistributor:
         tasks = list(tasks)
         if not tasks:
             return
-        devices = self.devices or devices_for(spec.device)
-        defer = self.defer_jpeg
-        if defer is None:
-            from vismerch.imaging.gpu_decode import gpu_jpeg_decoder
-
-            defer = gpu_jpeg_decoder(devices[0]) is not None
+        devices, defer = devices_and_defer(self.devices, self.defer_jpeg, spec)
         work: queue.Queue = queue.Queue(maxsize=2 * len(devices))
         results: queue.Queue = queue.Queue()
 
@@ -112,3 +107,15 @@ class DeviceDistributor:
 
     def close(self) -> None:
         return None
+
+
+def devices_and_defer(devices: list[str] | None, defer_jpeg: bool | None,
+                      spec: IngestSpec) -> tuple[list[str], bool]:
+    """The devices to encode on (default: every one ``spec.device`` names) and whether JPEGs
+    are left for the GPU's nvJPEG (default: when the first device has it)."""
+    devices = devices or devices_for(spec.device)
+    if defer_jpeg is None:
+        from vismerch.imaging.gpu_decode import gpu_jpeg_decoder
+
+        defer_jpeg = gpu_jpeg_decoder(devices[0]) is not None
+    return devices, defer_jpeg

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from typing import Any
 
-from vismerch.pipeline.distributors.gpu import devices_for
+from vismerch.pipeline.distributors.gpu import devices_and_defer, devices_for
 from vismerch.pipeline.runner import DecodedTask, decode_task, encode_outputs, gpu_decode, write_outputs
 from vismerch.pipeline.tasks import IngestSpec, Task, TaskResult
 from vismerch.pipeline.worker import backends_for
@@ -151,12 +151,7 @@ class StreamDistributor:
         tasks = list(tasks)
         if not tasks:
             return
-        devices = self.devices or devices_for(spec.device)
-        defer = self.defer_jpeg
-        if defer is None:
-            from vismerch.imaging.gpu_decode import gpu_jpeg_decoder
-
-            defer = gpu_jpeg_decoder(devices[0]) is not None
+        devices, defer = devices_and_defer(self.devices, self.defer_jpeg, spec)
         state = _Run(len(devices), self.depth)
         state.start(self._feed, state, tasks, spec, defer, len(devices))
         for device in devices:
