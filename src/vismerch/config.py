@@ -25,6 +25,7 @@ class Setting:
     type: type
     default: Any
     help: str
+    bounds: tuple[float | None, float | None] = (None, None)  # inclusive low, high; None: open
 
     @property
     def summary(self) -> str:
@@ -68,8 +69,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("quality_bright_min", float, 90.0, "Flag over-exposure when even the darkest 1% of the frame is lighter than this L* (about #e2e2e2): the product has no shadows or dark detail left and washes into the backdrop."),
     Setting("quality_background_delta", float, 6.0, "Flag non-white background when the border colour's CIEDE2000 from white exceeds this: off-white #f0f0f0 (3.0) passes, visibly grey #e0e0e0 (6.5) does not."),
     Setting("quality_clutter", float, 6.0, "Flag cluttered background when the border's colour spread (median RMS Lab distance over 16 border segments) exceeds this. Noise and paper texture stay under ~3."),
-    Setting("quality_min_fill", float, 0.4, "Flag too-small when the product spans less than this fraction of the frame along its longer side (its bounding box, so thin items are judged by their size)."),
-    Setting("quality_offcentre", float, 0.15, "Flag off-centre when the centre of the product's bounding box is further than this (fraction of the frame) from the middle: its margins then differ by 30% of the frame, lopsided at a glance in a grid."),
+    Setting("quality_min_fill", float, 0.4, "Flag too-small when the product spans less than this fraction of the frame along its longer side (its bounding box, so thin items are judged by their size).", bounds=(0.0, 1.0)),
+    Setting("quality_offcentre", float, 0.15, "Flag off-centre when the centre of the product's bounding box is further than this (fraction of the frame) from the middle: its margins then differ by 30% of the frame, lopsided at a glance in a grid.", bounds=(0.0, 1.0)),
     Setting("audit_colour_delta", float, 25.0, "Catalog audit: flag a listed colour further than this (CIEDE2000) from the closest main image colour. Neighbouring colour names are 15-20 apart; lighting moves one up to ~10."),
     # duplicates and index
     Setting("dup_layout", float, 0.965, "Near-duplicates: the two product boxes' 32x32 log-luma must correlate at least this much, as they are or one as a crop of the other."),
@@ -86,7 +87,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("dup_structure", float, 0.975, "Legacy duplicate rules: the pair's 32x32 luma layouts must also correlate at least this much, as they are or one centre-zoomed (a crop)."),
     Setting("dup_cosine", float, 0.92, "Legacy rules (images without a box signature), same-shot rule: vector cosine at least this (together with dup_hash_distance)."),
     Setting("index_exact_max", int, 50_000, "Use an exact FAISS index (and exact duplicate-candidate search) up to this many vectors, HNSW above."),
-    Setting("multicolour_max_weight", float, 0.55, "A product is multicolour when no single named colour covers at least this share of its pixels (a clear majority, with a margin for noise)."),
+    Setting("multicolour_max_weight", float, 0.55, "A product is multicolour when no single named colour covers at least this share of its pixels (a clear majority, with a margin for noise).", bounds=(0.0, 1.0)),
     Setting("colour_foreground_delta", float, 6.0, "Colour backend: a pixel belongs to the product when its CIEDE2000 from the estimated background exceeds this (above noise and JPEG ringing; faint shadows stay background)."),
     Setting("dup_crop_hamming", int, 16, "Legacy duplicate rules, crop rule: hash distance at most this when the vector cosine is at least dup_crop_cosine; equal to dup_hash_distance turns the rule off."),
     Setting("dup_crop_cosine", float, 0.97, "Legacy rules (images without a box signature), crop rule: vector cosine at least this (near-identical content) for hash distances up to dup_crop_hamming."),
@@ -100,18 +101,18 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("arrange_weights", str, "", "Grid arrangement: the business score's blend when a command gives none, e.g. sales=0.4,ctr=0.4,newness=0.2; empty = sales and revenue 0.35, margin, newness, stock 0.1."),
     Setting("arrange_lookalike_cosine", float, 0.9, "Grid arrangement: neighbours whose vector cosine is at least this count as look-alikes."),
     Setting("arrange_window", int, 32, "Grid arrangement: candidates per slot; also the most positions diversity may push a product below its plain place."),
-    Setting("arrange_business_floor", float, 0.98, "Grid arrangement: keep at least this share of the plain order's DCG over the first 48 positions."),
+    Setting("arrange_business_floor", float, 0.98, "Grid arrangement: keep at least this share of the plain order's DCG over the first 48 positions.", bounds=(0.0, 1.0)),
     Setting("arrange_first_screen_rows", int, 2, "Grid arrangement: rows of the widest grid counted as the first screen (quality-flagged products stay below it unless pinned)."),
     Setting("rules_bury_out_of_stock", bool, True, "Grid arrangement: bury out-of-stock products to the bottom of every collection (an implicit rule shown in \"why here\"), unless a bury-out-of-stock rule reaches the page."),
     # neural encoders, tagging and search
     Setting("precision", str, "auto", "Neural precision: auto|fp32|bf16|fp16|fp8|fp4 (auto = fastest the device has, verified)."),
-    Setting("precision_min_cosine", float, 0.995, "Low-precision embeddings must keep this mean cosine vs fp32 on a calibration batch, else step down."),
+    Setting("precision_min_cosine", float, 0.995, "Low-precision embeddings must keep this mean cosine vs fp32 on a calibration batch, else step down.", bounds=(0.0, 1.0)),
     Setting("tag_threshold", float, 0.25, "Minimum zero-shot/few-shot score (softmax over an attribute's labels) for a tag."),
     Setting("tag_knn", int, 5, "Labelled neighbours that vote in few-shot tag propagation."),
     Setting("tag_knn_min_similarity", float, 0.75, "A labelled example votes only if its image cosine is at least this."),
     Setting("search_rrf_k", int, 60, "Reciprocal rank fusion constant for hybrid search."),
     Setting("search_depth", int, 200, "Candidates taken from each ranking before fusion."),
-    Setting("search_colour_min_share", float, 0.1, "With --colour, keep products with at least this share of the foreground near the colour."),
+    Setting("search_colour_min_share", float, 0.1, "With --colour, keep products with at least this share of the foreground near the colour.", bounds=(0.0, 1.0)),
     # HTTP API (vismerch serve)
     # shopper events (events/)
     Setting("events_batch_max", int, 500, "Events: most events one POST /api/v1/events batch may hold (422 naming events above)."),
@@ -144,12 +145,19 @@ def _coerce(setting: Setting, value: Any, origin: str) -> Any:
     try:
         if setting.type is bool and isinstance(value, str):
             return value.strip().lower() in {"1", "true", "yes", "on"}
-        return setting.type(value)
+        coerced = setting.type(value)
     except (TypeError, ValueError) as exc:
         raise UsageError(
             f"setting {setting.name} from {origin}: {value!r} is not a valid {setting.type.__name__}",
             hint=f"{setting.summary} (docs/settings.md)",
         ) from exc
+    low, high = setting.bounds
+    if (low is not None and coerced < low) or (high is not None and coerced > high):
+        span = f"{'no minimum' if low is None else f'at least {low:g}'} and " \
+               f"{'no maximum' if high is None else f'at most {high:g}'}"
+        raise UsageError(f"setting {setting.name} from {origin}: {value!r} is out of range ({span})",
+                         hint=f"{setting.summary} (docs/settings.md)")
+    return coerced
 
 
 class Settings:

@@ -37,9 +37,17 @@ def settings_markdown() -> str:
     ]
     for s in SETTINGS:
         lines.append(
-            f"| `{s.name}` | {s.type.__name__} | `{s.default}` | `{ENV_PREFIX}{s.name.upper()}` | {s.help} |"
+            f"| `{s.name}` | {s.type.__name__} | `{s.default}` | `{ENV_PREFIX}{s.name.upper()}` "
+            f"| {s.help}{_range(s)} |"
         )
     return "\n".join([*lines, "", *_flags_markdown()]) + "\n"
+
+
+def _range(s) -> str:
+    low, high = s.bounds
+    if low is None and high is None:
+        return ""
+    return f" Range: {'any' if low is None else f'{low:g}'} to {'any' if high is None else f'{high:g}'}."
 
 
 def _flags_markdown() -> list[str]:

@@ -147,10 +147,20 @@ def test_search_colour_min_share_default_toml_env_flag(store, tmp_path, capsys, 
     default = _hybrid_count(capsys, store)
     toml = _toml(tmp_path, search_colour_min_share=0.0)  # every product passes the colour
     assert _hybrid_count(capsys, store, "--config", toml) == ok > default
-    monkeypatch.setenv("VISMERCH_SEARCH_COLOUR_MIN_SHARE", "1.01")  # no product can
+    monkeypatch.setenv("VISMERCH_SEARCH_COLOUR_MIN_SHARE", "1.0")  # all of it red: none is
     assert _hybrid_count(capsys, store, "--config", toml) == 0
     assert _hybrid_count(capsys, store, "--config", toml,
                          "--setting", "search_colour_min_share=0") == ok
+
+
+def test_a_share_outside_zero_to_one_is_refused_naming_the_setting(store, capsys, monkeypatch):
+    monkeypatch.setenv("VISMERCH_SEARCH_COLOUR_MIN_SHARE", "1.01")
+    err = " ".join(_run(capsys, ["search", str(store), "shirt", "--colour", "red"], code=2).split())
+    assert "search_colour_min_share" in err and "at most 1" in err
+    monkeypatch.delenv("VISMERCH_SEARCH_COLOUR_MIN_SHARE")
+    err = " ".join(_run(capsys, ["--setting", "quality_min_fill=-0.1", "search", str(store), "shirt"],
+                        code=2).split())
+    assert "quality_min_fill" in err and "at least 0" in err
 
 
 # ------------------------------------------------------------------ tag_* (a float)
