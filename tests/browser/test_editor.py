@@ -195,7 +195,7 @@ def test_multi_select_bury_search_to_place_and_hostile_titles_in_the_grid(page, 
     page.wait_for_selector("#tab-why table.parts tr")
     assert "pinned" in page.inner_text("#tab-why .reasons")
     assert page.dialogs == [] and page.console_errors == []
-    # leave the second category as it was: the rule editor's tests work on it
+    # leave the store as it was for the other browser tests
     for rule in api(server, "GET", "/rules?limit=1000", keys["admin"])[2]["items"]:
         if rule["id"] not in before:
             api(server, "DELETE", f"/rules/{rule['id']}", keys["admin"])

@@ -5,6 +5,7 @@ the session's last edits, a bad condition naming its field, and the preview as o
 
 from __future__ import annotations
 
+import json
 from urllib.parse import quote
 
 import pytest
@@ -18,12 +19,18 @@ AT = ("id => { const c = document.querySelector(\"#arrangement .slot[data-positi
 
 @pytest.fixture(scope="module")
 def collection(store, server):
-    """The second-largest category (the editor tests use the largest)."""
+    """A collection of this module's own (the second-largest category's products), so its
+    rules never reach the grids the other browser tests arrange."""
     _, keys, _ = store
     _, _, listing = api(server, "GET", "/collections", keys["viewer"])
     categories = sorted((c for c in listing["items"] if c["kind"] == "category"), key=lambda c: -c["size"])
     assert len(categories) > 1 and categories[1]["size"] >= 5
-    return categories[1]["id"]
+    name = "rule-editor-tests"
+    code, _, made = api(server, "POST", "/collections", keys["merchandiser"],
+                        {"id": name, "where": f"category == {json.dumps(categories[1]['id'])}"})
+    assert code == 201, made
+    yield name
+    api(server, "DELETE", f"/collections/{name}", keys["admin"])
 
 
 @pytest.fixture
