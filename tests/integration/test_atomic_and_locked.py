@@ -5,6 +5,7 @@ store is consistent, deep nesting is a parse error, CSV exports are spreadsheet-
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -158,9 +159,12 @@ def test_a_full_disk_says_the_store_stays_consistent(cat, tmp_path):
         pytest.skip("needs root to mount a small tmpfs as a full disk")
     mount = tmp_path / "small"
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "none", str(mount)]).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "none", str(mount)]).returncode:
         pytest.skip("cannot mount a tmpfs here")
     try:
+        Store.open(mount / "store", create=True).close()  # the schema fits; the products do not
+        free = shutil.disk_usage(mount).free
+        (mount / "filler").write_bytes(bytes(max(0, free - 96 * 1024)))
         with pytest.raises(StoreError) as info:
             ingest(cat.manifest_path, mount / "store", workers=1, progress=False)
         message = str(info.value)
@@ -171,6 +175,23 @@ def test_a_full_disk_says_the_store_stays_consistent(cat, tmp_path):
     finally:
         subprocess.run(["umount", str(mount)])
 
+
+
+@pytest.mark.timeout(60)
+def test_a_disk_too_full_for_the_schema_is_called_full_not_damaged(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs as a full disk")
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "none", str(mount)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        with pytest.raises(StoreError) as info:
+            Store.open(mount / "store", create=True)
+        message = str(info.value)
+        assert "full" in message and "damaged" not in message and "again" in info.value.hint
+    finally:
+        subprocess.run(["umount", str(mount)])
 
 def test_cli_writes_to_rules_collections_and_versions_are_audited_with_the_os_user(store, capsys):
     """One row per writing command, in the write's own transaction (a refused write leaves

@@ -115,9 +115,9 @@ def test_sub_collections_stay_inside_their_parent_through_refreshes(store):
 def test_arrange_collection_end_to_end(store):
     from vismerch.merch.rules import add_rule
 
-    add_rule(store, "pin", scope="summer-dresses", product_id="P15", position=1)
-    add_rule(store, "pin", scope="summer-dresses", product_id="P21", position=2)  # stock 0
-    add_rule(store, "bury", scope="summer-dresses", condition="price > 120", factor=100)
+    add_rule(store, "pin", collection="summer-dresses", product="P15", position=1)
+    add_rule(store, "pin", collection="summer-dresses", product="P21", position=2)  # stock 0
+    add_rule(store, "bury", collection="summer-dresses", where="price > 120", factor=100)
     # the explicit rules alone (out-of-stock P00 not buried by the setting): see
     # test_out_of_stock_products_are_buried_by_default for that
     plain = SimpleNamespace(rules_bury_out_of_stock=False)

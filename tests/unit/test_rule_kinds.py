@@ -50,24 +50,24 @@ def test_a_new_kind_registered_in_one_place_is_validated_and_resolved():
 
 
 def pin(id, product, position, **kw):
-    return Rule(id, "pin", product_id=product, position=position, **kw)
+    return Rule(id, "pin", product=product, position=position, **kw)
 
 
 def test_pin_conflicts_same_slot_twice_hidden_and_not_across_scopes_or_dates():
     lineage = {"dresses": [], "maxi": ["dresses"], "shoes": []}.get
-    stored = [pin(1, "A", 2, scope="dresses"), pin(2, "B", 4),
-              Rule(3, "hide", scope="dresses", condition='colour == "red"'),
-              pin(4, "C", 2, scope="shoes"), pin(5, "D", 7, scope="dresses", reach="subtree"),
-              pin(6, "E", 2, scope="dresses", enabled=False)]
+    stored = [pin(1, "A", 2, collection="dresses"), pin(2, "B", 4),
+              Rule(3, "hide", collection="dresses", where='colour == "red"'),
+              pin(4, "C", 2, collection="shoes"), pin(5, "D", 7, collection="dresses", reach="subtree"),
+              pin(6, "E", 2, collection="dresses", enabled=False)]
     kinds = lambda cand, record=None: [(c["kind"], c["rule"]) for c in  # noqa: E731
                                        rule_conflicts(cand, stored, lineage=lineage, record=record)]
-    assert kinds(pin(0, "X", 2, scope="dresses")) == [("same-slot", 1)]
+    assert kinds(pin(0, "X", 2, collection="dresses")) == [("same-slot", 1)]
     assert kinds(pin(0, "X", 2)) == [("same-slot", 1), ("same-slot", 4)]  # global meets every page
-    assert kinds(pin(0, "B", 9, scope="shoes")) == [("pinned-twice", 2)]
-    assert kinds(pin(0, "X", 7, scope="maxi")) == [("same-slot", 5)]  # inherited through subtree
-    assert kinds(pin(0, "X", 3, scope="dresses"), {"id": "X", "colour": "red"}) == [("pin-on-hidden", 3)]
-    assert kinds(pin(0, "X", 3, scope="dresses"), {"id": "X", "colour": "blue"}) == []
-    assert kinds(pin(1, "A", 2, scope="dresses")) == []  # an edit does not conflict with itself
+    assert kinds(pin(0, "B", 9, collection="shoes")) == [("pinned-twice", 2)]
+    assert kinds(pin(0, "X", 7, collection="maxi")) == [("same-slot", 5)]  # inherited through subtree
+    assert kinds(pin(0, "X", 3, collection="dresses"), {"id": "X", "colour": "red"}) == [("pin-on-hidden", 3)]
+    assert kinds(pin(0, "X", 3, collection="dresses"), {"id": "X", "colour": "blue"}) == []
+    assert kinds(pin(1, "A", 2, collection="dresses")) == []  # an edit does not conflict with itself
     dated = [pin(7, "F", 5, starts_at="2026-12-01T00:00:00Z", ends_at="2026-12-24T00:00:00Z")]
     assert rule_conflicts(pin(0, "X", 5, starts_at="2026-12-24T00:00:00Z"), dated, lineage=lineage) == []
     assert len(rule_conflicts(pin(0, "X", 5, ends_at="2026-12-02T00:00:00Z"), dated, lineage=lineage)) == 1
@@ -77,12 +77,12 @@ def test_pin_conflicts_same_slot_twice_hidden_and_not_across_scopes_or_dates():
 
 def test_schedule_applies_only_the_dated_rules_whose_state_changed():
     baked, now = "2026-12-01T00:00:00Z", "2026-12-10T00:00:00Z"
-    rules = [Rule(1, "boost", condition="true", factor=10, created_at="2026-11-01T00:00:00Z"),
-             Rule(2, "boost", condition='id == "P5"', factor=100, created_at="2026-11-01T00:00:00Z",
+    rules = [Rule(1, "boost", where="true", factor=10, created_at="2026-11-01T00:00:00Z"),
+             Rule(2, "boost", where='id == "P5"', factor=100, created_at="2026-11-01T00:00:00Z",
                   starts_at="2026-12-05T00:00:00Z"),
-             Rule(3, "hide", condition='id == "P0"', created_at="2026-11-01T00:00:00Z",
+             Rule(3, "hide", where='id == "P0"', created_at="2026-11-01T00:00:00Z",
                   ends_at="2026-12-05T00:00:00Z"),
-             Rule(4, "bury", condition='id == "P1"', factor=50, created_at="2026-12-02T00:00:00Z",
+             Rule(4, "bury", where='id == "P1"', factor=50, created_at="2026-12-02T00:00:00Z",
                   starts_at="2026-11-01T00:00:00Z")]  # made after the arrangement: not in it
     changes = state_changes(rules, baked, now)
     assert [(r.id, on) for r, on in changes] == [(2, True), (3, False), (4, True)]

@@ -26,8 +26,8 @@ def rule(id, kind, **kw):
 def test_boost_and_bury_move_by_a_share_of_the_positions():
     recs = records()
     base = np.linspace(0.5, 0.0, 6)  # P0 first ... P5 last
-    res = R.resolve([rule(1, "boost", condition='brand == "acme"', factor=30),
-                     rule(2, "bury", condition="price >= 40", factor=100)], recs, base)
+    res = R.resolve([rule(1, "boost", where='brand == "acme"', factor=30),
+                     rule(2, "bury", where="price >= 40", factor=100)], recs, base)
     order = [int(i) for i in np.lexsort((np.arange(6), -res.scores))]
     # boost 30 of 6 = about 2 places up: P1 to the top, P3 above P2; P4 and P5 (bury 100
     # outweighs P5's boost) at the bottom, in their own order
@@ -42,19 +42,19 @@ def test_bury_strength_moves_to_a_position_not_always_last():
     recs = [{"id": f"P{i:02d}", "brand": "acme" if i == 4 else "other"} for i in range(n)]
     base = np.linspace(0.9, 0.3, n)  # a narrow spread, as real business scores have
     for factor, place in ((25, 14), (50, 24), (100, 39)):
-        res = R.resolve([rule(1, "bury", condition='brand == "acme"', factor=factor)], recs, base)
+        res = R.resolve([rule(1, "bury", where='brand == "acme"', factor=factor)], recs, base)
         order = list(np.lexsort((np.arange(n), -res.scores)))
         assert order.index(4) == place, (factor, order.index(4))
         others = [i for i in order if i != 4]
         assert others == sorted(others)  # nobody else moved
-    res = R.resolve([rule(1, "boost", condition='brand == "acme"', factor=5)], recs, base)
+    res = R.resolve([rule(1, "boost", where='brand == "acme"', factor=5)], recs, base)
     assert list(np.lexsort((np.arange(n), -res.scores))).index(4) == 2
 
 
 def test_bury_out_of_stock_and_hide():
     recs = records(P2={"stock": 0}, P3={"stock": None})
     res = R.resolve([rule(1, "bury-out-of-stock", factor=100),
-                     rule(2, "hide", condition='brand == "zenith" and price > 0')], recs, np.ones(6))
+                     rule(2, "hide", where='brand == "zenith" and price > 0')], recs, np.ones(6))
     assert res.scores[2] < 1.0 and np.all(np.delete(res.scores, 2) == 1.0)  # stock 0 buried
     assert res.scores[3] == 1.0  # unknown stock is not out of stock
     assert sorted(res.hidden) == [2, 4]
@@ -63,16 +63,16 @@ def test_bury_out_of_stock_and_hide():
 
 def test_scope_limits_rules_to_their_collection():
     recs = records()
-    rules = [rule(1, "hide", condition="true", scope="shoes")]
+    rules = [rule(1, "hide", where="true", collection="shoes")]
     assert R.resolve(rules, recs, np.ones(6), collection="dresses").hidden == {}
     assert len(R.resolve(rules, recs, np.ones(6), collection="shoes").hidden) == 6
 
 
 def test_pin_and_pin_on_hidden_product():
     recs = records()
-    res = R.resolve([rule(1, "pin", product_id="P4", position=1),
-                     rule(2, "pin", product_id="P1", position=2),
-                     rule(3, "hide", condition='id == "P1"')], recs, np.ones(6))
+    res = R.resolve([rule(1, "pin", product="P4", position=1),
+                     rule(2, "pin", product="P1", position=2),
+                     rule(3, "hide", where='id == "P1"')], recs, np.ones(6))
     assert res.pins == {0: 4}
     assert res.conflicts == [{"kind": "pin-on-hidden", "rule": 2, "winner": None, "product": "P1",
                               "position": 2,
@@ -81,10 +81,10 @@ def test_pin_and_pin_on_hidden_product():
 
 def test_two_pins_on_one_slot_collection_beats_global_then_newer_wins():
     recs = records()
-    rules = [rule(1, "pin", product_id="P1", position=1, scope="c"),
-             rule(5, "pin", product_id="P2", position=1),  # global, newer
-             rule(3, "pin", product_id="P3", position=2),
-             rule(4, "pin", product_id="P4", position=2)]  # newer global wins slot 2
+    rules = [rule(1, "pin", product="P1", position=1, collection="c"),
+             rule(5, "pin", product="P2", position=1),  # global, newer
+             rule(3, "pin", product="P3", position=2),
+             rule(4, "pin", product="P4", position=2)]  # newer global wins slot 2
     res = R.resolve(rules, recs, np.ones(6), collection="c")
     assert res.pins == {0: 1, 1: 4}
     lost = {(c["rule"], c["winner"], c["kind"]) for c in res.conflicts}
@@ -96,10 +96,10 @@ def test_two_pins_on_one_slot_collection_beats_global_then_newer_wins():
 
 def test_product_pinned_twice_and_pin_outside_collection():
     recs = records()
-    res = R.resolve([rule(1, "pin", product_id="P1", position=1),
-                     rule(2, "pin", product_id="P1", position=3),
-                     rule(3, "pin", product_id="NOPE", position=2, scope="c"),
-                     rule(4, "pin", product_id="NOPE2", position=2)], recs, np.ones(6),
+    res = R.resolve([rule(1, "pin", product="P1", position=1),
+                     rule(2, "pin", product="P1", position=3),
+                     rule(3, "pin", product="NOPE", position=2, collection="c"),
+                     rule(4, "pin", product="NOPE2", position=2)], recs, np.ones(6),
                     collection="c")
     assert res.pins == {2: 1}
     kinds = sorted((c["kind"], c["rule"]) for c in res.conflicts)
@@ -111,34 +111,34 @@ def test_out_of_stock_pin_release_keep_and_substitute():
     vecs = np.eye(6, dtype=np.float32)
     vecs[3] = vecs[1] * 0.9 + vecs[2] * 0.1  # P3 looks most like P1
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    released = R.resolve([rule(1, "pin", product_id="P1", position=2)], recs, np.ones(6))
+    released = R.resolve([rule(1, "pin", product="P1", position=2)], recs, np.ones(6))
     assert released.pins == {} and released.events[0]["kind"] == "release"
-    kept = R.resolve([rule(1, "pin", product_id="P1", position=2, oos_policy="keep")],
+    kept = R.resolve([rule(1, "pin", product="P1", position=2, oos_policy="keep")],
                      recs, np.ones(6))
     assert kept.pins == {1: 1}
-    sub = R.resolve([rule(1, "pin", product_id="P1", position=2, oos_policy="substitute")],
+    sub = R.resolve([rule(1, "pin", product="P1", position=2, oos_policy="substitute")],
                     recs, np.ones(6), vectors=vecs)
     assert sub.pins == {1: 3}
     assert sub.events[0]["kind"] == "substitute" and sub.events[0]["substitute"] == "P3"
     assert "substitute for out-of-stock P1" in sub.pin_notes[3]
     # the substitute must be visible, in stock and not wanted by another pin
-    sub2 = R.resolve([rule(1, "pin", product_id="P1", position=2, oos_policy="substitute"),
-                      rule(2, "pin", product_id="P3", position=5)], recs, np.ones(6), vectors=vecs)
+    sub2 = R.resolve([rule(1, "pin", product="P1", position=2, oos_policy="substitute"),
+                      rule(2, "pin", product="P3", position=5)], recs, np.ones(6), vectors=vecs)
     assert sub2.pins[1] != 3 and sub2.pins[4] == 3
     # a reverted substitution keeps the pinned product itself
-    back = R.resolve([rule(1, "pin", product_id="P1", position=2, oos_policy="substitute")],
+    back = R.resolve([rule(1, "pin", product="P1", position=2, oos_policy="substitute")],
                      recs, np.ones(6), vectors=vecs, reverted={(1, "P1")})
     assert back.pins == {1: 1} and back.events == []
 
 
 @pytest.mark.parametrize("kw, words", [
     ({"kind": "shove"}, "unknown rule kind"),
-    ({"kind": "boost", "condition": "x > 1", "factor": 150}, "between 0 and 100"),
-    ({"kind": "bury", "condition": "x >", "factor": 10}, "column 4"),
+    ({"kind": "boost", "where": "x > 1", "factor": 150}, "between 0 and 100"),
+    ({"kind": "bury", "where": "x >", "factor": 10}, "column 4"),
     ({"kind": "hide"}, "needs a condition"),
-    ({"kind": "pin", "product_id": "P1", "position": 0}, "position ≥ 1"),
+    ({"kind": "pin", "product": "P1", "position": 0}, "position ≥ 1"),
     ({"kind": "pin", "position": 1}, "product id"),
-    ({"kind": "pin", "product_id": "P1", "position": 1, "oos_policy": "pray"}, "policy"),
+    ({"kind": "pin", "product": "P1", "position": 1, "oos_policy": "pray"}, "policy"),
 ])
 def test_invalid_rules_are_refused(kw, words):
     kind = kw.pop("kind")
@@ -160,11 +160,11 @@ def _store(tmp_path):
 
 def test_rules_storage_log_and_revert(tmp_path):
     store = _store(tmp_path)
-    r1 = R.add_rule(store, "pin", scope="dress", product_id="P2", position=1,
+    r1 = R.add_rule(store, "pin", collection="dress", product="P2", position=1,
                     oos_policy="substitute")
-    R.add_rule(store, "hide", condition='brand == "zenith" and price > 26')
+    R.add_rule(store, "hide", where='brand == "zenith" and price > 26')
     with pytest.raises(UsageError):
-        R.add_rule(store, "pin", scope="shoes", product_id="P1", position=1)
+        R.add_rule(store, "pin", collection="shoes", product="P1", position=1)
     assert [r.id for r in R.list_rules(store, "dress", applicable=True)] == [1, 2]
     assert [r.id for r in R.list_rules(store, "dress")] == [1]
 
@@ -193,7 +193,7 @@ def test_rules_storage_log_and_revert(tmp_path):
 
 
 def test_a_rule_is_active_from_its_start_until_its_exclusive_end():
-    r = rule(1, "pin", product_id="P1", position=1,
+    r = rule(1, "pin", product="P1", position=1,
              starts_at="2026-12-01T00:00:00Z", ends_at="2026-12-24T00:00:00Z")
     assert not r.active("2026-11-30T23:59:59Z")
     assert r.active("2026-12-01T00:00:00Z") and r.active("2026-12-23T23:59:59Z")
@@ -223,18 +223,18 @@ def test_bad_dates_and_windows_name_their_field():
     assert info.value.field == "starts_at"
     for ends in ("2026-12-01T00:00:00Z", "2026-11-01T00:00:00Z"):  # equal or before: no window
         with pytest.raises(InvalidInput) as info:
-            R.validate(rule(0, "boost", condition="true", factor=10,
+            R.validate(rule(0, "boost", where="true", factor=10,
                             starts_at="2026-12-01T00:00:00Z", ends_at=ends))
         assert info.value.field == "ends_at"
     with pytest.raises(InvalidInput) as info:
-        R.validate(rule(0, "boost", condition="true", factor=10, reach="subtree"))
+        R.validate(rule(0, "boost", where="true", factor=10, reach="subtree"))
     assert info.value.field == "reach"  # subtree of what? it needs a scope
 
 
 def test_resolve_applies_a_scheduled_pin_only_inside_its_window():
-    rules = [rule(1, "pin", product_id="P5", position=1, starts_at="2026-12-01T00:00:00Z",
+    rules = [rule(1, "pin", product="P5", position=1, starts_at="2026-12-01T00:00:00Z",
                   ends_at="2026-12-24T00:00:00Z"),
-             rule(2, "boost", condition='id == "P4"', factor=100, starts_at="2026-12-20T00:00:00Z")]
+             rule(2, "boost", where='id == "P4"', factor=100, starts_at="2026-12-20T00:00:00Z")]
     before = R.resolve(rules, records(), np.ones(6), at="2026-11-30T12:00:00Z")
     assert before.pins == {} and before.scores[4] == 1.0 and before.applied == set()
     during = R.resolve(rules, records(), np.ones(6), at="2026-12-21T00:00:00Z")
@@ -244,10 +244,10 @@ def test_resolve_applies_a_scheduled_pin_only_inside_its_window():
 
 
 def test_reach_subtree_goes_down_to_sub_collections_and_reach_collection_does_not():
-    rules = [rule(1, "hide", condition='id == "P1"', scope="dresses", reach="subtree"),
-             rule(2, "hide", condition='id == "P2"', scope="dresses"),  # reach collection
-             rule(3, "hide", condition='id == "P3"', scope="summer", reach="subtree"),
-             rule(4, "hide", condition='id == "P4"', scope="shoes", reach="subtree")]
+    rules = [rule(1, "hide", where='id == "P1"', collection="dresses", reach="subtree"),
+             rule(2, "hide", where='id == "P2"', collection="dresses"),  # reach collection
+             rule(3, "hide", where='id == "P3"', collection="summer", reach="subtree"),
+             rule(4, "hide", where='id == "P4"', collection="shoes", reach="subtree")]
     own = R.resolve(rules, records(), np.ones(6), collection="dresses")
     assert sorted(own.hidden) == [1, 2]
     child = R.resolve(rules, records(), np.ones(6), collection="summer", lineage=["dresses"])
@@ -262,12 +262,12 @@ def test_reach_subtree_goes_down_to_sub_collections_and_reach_collection_does_no
 
 
 def test_own_pins_beat_inherited_ones_which_beat_global_ones():
-    rules = [rule(9, "pin", product_id="P1", position=1),  # global, newest
-             rule(8, "pin", product_id="P2", position=1, scope="dresses", reach="subtree"),
-             rule(3, "pin", product_id="P3", position=1, scope="summer"),  # own, oldest
-             rule(7, "pin", product_id="P4", position=2),  # global
-             rule(6, "pin", product_id="P5", position=2, scope="dresses", reach="subtree"),
-             rule(5, "pin", product_id="NOPE", position=3, scope="dresses", reach="subtree")]
+    rules = [rule(9, "pin", product="P1", position=1),  # global, newest
+             rule(8, "pin", product="P2", position=1, collection="dresses", reach="subtree"),
+             rule(3, "pin", product="P3", position=1, collection="summer"),  # own, oldest
+             rule(7, "pin", product="P4", position=2),  # global
+             rule(6, "pin", product="P5", position=2, collection="dresses", reach="subtree"),
+             rule(5, "pin", product="NOPE", position=3, collection="dresses", reach="subtree")]
     res = R.resolve(rules, records(), np.ones(6), collection="summer", lineage=["dresses"])
     assert res.pins == {0: 3, 1: 5}
     lost = sorted((c["rule"], c["winner"]) for c in res.conflicts)
@@ -283,9 +283,9 @@ def test_store_rules_reach_sub_collections_and_follow_the_clock(tmp_path):
     assert C.members(store, "cheap") == ["P0", "P1", "P2", "P3"]
     assert C.members(store, "cheapest") == ["P0", "P1"]
     assert C.ancestors(store, "cheapest") == ["cheap", "dress"]
-    down = R.add_rule(store, "pin", scope="dress", product_id="P1", position=1, reach="subtree",
+    down = R.add_rule(store, "pin", collection="dress", product="P1", position=1, reach="subtree",
                       starts_at="2026-12-01", ends_at="2026-12-24")
-    R.add_rule(store, "pin", scope="dress", product_id="P3", position=2)
+    R.add_rule(store, "pin", collection="dress", product="P3", position=2)
     assert [r.id for r in R.list_rules(store, "cheapest", applicable=True)] == [down.id]
     assert [r.id for r in R.list_rules(store, "dress", applicable=True)] == [1, 2]
     inside, outside = "2026-12-10T00:00:00Z", "2026-12-24T00:00:00Z"

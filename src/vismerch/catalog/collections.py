@@ -75,7 +75,7 @@ def insert(store: Store, name: str, kind: str, definition: Mapping[str, Any],
 
 def _referenced(con: Any, name: str) -> bool:
     return bool(
-        con.execute("SELECT 1 FROM rules WHERE scope = ? LIMIT 1", (name,)).fetchone()
+        con.execute("SELECT 1 FROM rules WHERE collection = ? LIMIT 1", (name,)).fetchone()
         or con.execute("SELECT 1 FROM arrangement_versions WHERE collection = ? LIMIT 1",
                        (name,)).fetchone()
         or con.execute("SELECT 1 FROM collections WHERE parent = ? LIMIT 1", (name,)).fetchone()
@@ -124,7 +124,7 @@ def delete(store: Store, name: str, *, unpublish: bool = False) -> tuple[int, in
         if not unpublish and is_published(con, name):
             raise Conflict(f"{name!r} is published: deleting it takes its storefront grid down",
                            hint="a publisher or admin key may delete it (grid, versions and all)")
-        n_rules = con.execute("DELETE FROM rules WHERE scope = ?", (name,)).rowcount
+        n_rules = con.execute("DELETE FROM rules WHERE collection = ?", (name,)).rowcount
         n_rules += con.execute("DELETE FROM query_rules WHERE kind = 'redirect' AND collection = ?",
                                (name,)).rowcount  # a redirect to a page that is gone
         con.execute("DELETE FROM published_grids WHERE collection = ?", (name,))

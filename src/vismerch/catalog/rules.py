@@ -9,14 +9,19 @@ from typing import Any
 
 from vismerch.catalog.store import Store, utc_timestamp
 
-COLUMNS = ("kind", "scope", "condition", "product_id", "position", "factor", "oos_policy",
+COLUMNS = ("kind", "collection", "where", "product", "position", "factor", "oos_policy",
            "enabled", "note", "created_at", "starts_at", "ends_at", "reach")
+
+
+
+def _quoted(column: str) -> str:
+    return f'"{column}"'  # "where" is an SQL keyword
 
 
 def insert(store: Store, fields: Mapping[str, Any]) -> int:
     """A new rule row from ``fields`` (the COLUMNS); its id."""
     with store.transaction() as con:
-        cur = con.execute(f"INSERT INTO rules ({', '.join(COLUMNS)}) VALUES "
+        cur = con.execute(f"INSERT INTO rules ({', '.join(map(_quoted, COLUMNS))}) VALUES "
                           f"({', '.join('?' * len(COLUMNS))})", [fields.get(c) for c in COLUMNS])
         return int(cur.lastrowid)
 
@@ -27,7 +32,7 @@ def update(store: Store, rule_id: int, fields: Mapping[str, Any]) -> bool:
     if not cols:
         return get(store, rule_id) is not None
     with store.transaction() as con:
-        cur = con.execute(f"UPDATE rules SET {', '.join(f'{c} = ?' for c in cols)} WHERE id = ?",
+        cur = con.execute(f"UPDATE rules SET {', '.join(f'{_quoted(c)} = ?' for c in cols)} WHERE id = ?",
                           [fields[c] for c in cols] + [int(rule_id)])
         return cur.rowcount > 0
 
@@ -37,18 +42,18 @@ def get(store: Store, rule_id: int) -> dict[str, Any] | None:
     return None if r is None else dict(r)
 
 
-def select(store: Store, *, scope: str | None = None, inherited: Sequence[str] = (),
+def select(store: Store, *, collection: str | None = None, inherited: Sequence[str] = (),
            with_global: bool = False, enabled_only: bool = False) -> list[dict[str, Any]]:
-    """Rule rows by id: all of them, or those scoped to ``scope`` (plus the global ones
+    """Rule rows by id: all of them, or those of ``collection`` (plus the global ones
     with ``with_global`` and the ``subtree`` rules of the ``inherited`` collections)."""
     sql, args, clauses = "SELECT * FROM rules", [], []
-    if scope is not None:
-        wanted = ["scope = ?"]
-        args.append(scope)
+    if collection is not None:
+        wanted = ["collection = ?"]
+        args.append(collection)
         if with_global:
-            wanted.append("scope IS NULL")
+            wanted.append("collection IS NULL")
         if inherited:
-            wanted.append(f"(reach = 'subtree' AND scope IN ({','.join('?' * len(inherited))}))")
+            wanted.append(f"(reach = 'subtree' AND collection IN ({','.join('?' * len(inherited))}))")
             args += list(inherited)
         clauses.append("(" + " OR ".join(wanted) + ")")
     if enabled_only:

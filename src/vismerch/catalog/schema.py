@@ -300,6 +300,12 @@ MIGRATIONS: list[str] = [
         created_at TEXT NOT NULL
     );
     """,
+    # 12: one vocabulary for a rule from SQL row to API model (collection, where, product)
+    """
+    ALTER TABLE rules RENAME COLUMN scope TO collection;
+    ALTER TABLE rules RENAME COLUMN condition TO "where";
+    ALTER TABLE rules RENAME COLUMN product_id TO product;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -134,6 +134,11 @@ class Store:
             store._migrate()
         except sqlite3.DatabaseError as exc:
             store.close()
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:  # not damage
+                raise StoreError(
+                    f"the disk holding {path} is full ({exc}); the store stays consistent: "
+                    "the schema upgrade was rolled back", exit_code=2,
+                    hint="free some space and run the same command again") from exc
             raise _damaged(db_path, exc) from exc
         return store
 

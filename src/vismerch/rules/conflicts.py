@@ -22,23 +22,24 @@ def windows_overlap(a: Rule, b: Rule) -> bool:
 
 def scopes_meet(a: Rule, b: Rule, lineage: Callable[[str], Sequence[str]]) -> bool:
     """Can both rules reach one page? ``lineage(name)``: a collection's parents, nearest first."""
-    if a.scope is None or b.scope is None or a.scope == b.scope:
+    if a.collection is None or b.collection is None or a.collection == b.collection:
         return True
-    return (a.reach == "subtree" and a.scope in lineage(b.scope)) or \
-        (b.reach == "subtree" and b.scope in lineage(a.scope))
+    return (a.reach == "subtree" and a.collection in lineage(b.collection)) or \
+        (b.reach == "subtree" and b.collection in lineage(a.collection))
 
 
 def _winner(candidate: Rule, other: Rule) -> str:
-    if other.scope == candidate.scope or (other.scope is None and candidate.scope is not None):
+    mine, theirs = candidate.collection, other.collection
+    if theirs == mine or (theirs is None and mine is not None):
         return "this rule would win (own before inherited before global, then newer first)"
-    if candidate.scope is None and other.scope is not None:
+    if mine is None and theirs is not None:
         return f"rule #{other.id} would win (a collection's rule beats a global one)"
     return "on each page the nearer collection's rule wins"
 
 
 def _hides(rule: Rule, record: Mapping[str, Any]) -> bool:
     try:
-        return bool(parse(rule.condition or "").evaluate(record))
+        return bool(parse(rule.where or "").evaluate(record))
     except UsageError:
         return False
 
@@ -59,14 +60,14 @@ def rule_conflicts(candidate: Rule, others: Sequence[Rule], *,
         if kind.target == "product" and other.position == candidate.position:
             out.append({"kind": "same-slot", "rule": other.id, "description": other.describe(),
                         "message": f"position {candidate.position} is also pinned by rule #{other.id} "
-                                   f"({other.product_id}); {_winner(candidate, other)}, the other pin "
+                                   f"({other.product}); {_winner(candidate, other)}, the other pin "
                                    "is released"})
-        elif kind.target == "product" and other.product_id == candidate.product_id:
+        elif kind.target == "product" and other.product == candidate.product:
             out.append({"kind": "pinned-twice", "rule": other.id, "description": other.describe(),
-                        "message": f"{candidate.product_id} is already pinned at {other.position} by "
+                        "message": f"{candidate.product} is already pinned at {other.position} by "
                                    f"rule #{other.id}; {_winner(candidate, other)}"})
         elif kind.hides and record is not None and _hides(other, record):
             out.append({"kind": "pin-on-hidden", "rule": other.id, "description": other.describe(),
-                        "message": f"{candidate.product_id} is hidden by rule #{other.id} "
-                                   f"({other.condition}); the hide wins and the pin is ignored"})
+                        "message": f"{candidate.product} is hidden by rule #{other.id} "
+                                   f"({other.where}); the hide wins and the pin is ignored"})
     return out

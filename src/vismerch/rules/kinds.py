@@ -53,7 +53,7 @@ class RuleKind:
     fixed_condition: ClassVar[str | None] = None  # the kind's own condition (no `where`)
 
     def condition(self, rule: Rule) -> str | None:
-        return self.fixed_condition or rule.condition
+        return self.fixed_condition or rule.where
 
     @property
     def uses_factor(self) -> bool:
@@ -63,7 +63,7 @@ class RuleKind:
         if self.uses_factor and not 0 <= rule.factor <= 100:
             raise InvalidInput("factor", f"strength must be between 0 and 100, got {rule.factor:g}",
                                hint="the percent of the collection's positions the products move")
-        if self.target == "condition" and self.fixed_condition is None and not rule.condition:
+        if self.target == "condition" and self.fixed_condition is None and not rule.where:
             raise InvalidInput("where", f"a {self.name} rule needs a condition",
                                hint='--where \'brand == "acme"\'')
 
@@ -88,7 +88,7 @@ class Pin(RuleKind):
     def validate(self, rule: Rule) -> None:
         from vismerch.rules.model import OOS_POLICIES
 
-        if not rule.product_id:
+        if not rule.product:
             raise InvalidInput("product", "a pin needs a product id", hint="--product ID")
         if rule.position is None or int(rule.position) < 1:
             raise InvalidInput("position", f"a pin needs a position ≥ 1, got {rule.position}",
@@ -98,7 +98,7 @@ class Pin(RuleKind):
                                hint="choose one of: " + ", ".join(OOS_POLICIES))
 
     def what(self, rule: Rule) -> str:
-        return f"pin {rule.product_id} to {rule.position}"
+        return f"pin {rule.product} to {rule.position}"
 
 
 @register

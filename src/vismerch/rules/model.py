@@ -1,6 +1,6 @@
 """A merchandising rule as the code holds it, its validation and its dates.
 
-A rule is scoped to one collection or global (``scope`` None). ``reach`` says how far a
+A rule is scoped to one collection or global (``collection`` None). ``reach`` says how far a
 scoped rule goes: ``collection`` (that page only) or ``subtree`` (every sub-collection below
 it too). Optional ``starts_at`` / ``ends_at`` (RFC 3339 UTC, the end exclusive) schedule it.
 What each kind needs and does is in ``rules.kinds``.
@@ -25,9 +25,9 @@ REACHES = ("collection", "subtree")
 class Rule:
     id: int
     kind: str
-    scope: str | None = None  # collection name; None = global
-    condition: str | None = None
-    product_id: str | None = None
+    collection: str | None = None  # its collection; None = global
+    where: str | None = None  # boost, bury, hide: the products this expression matches
+    product: str | None = None  # pin: the product's id
     position: int | None = None  # 1-based
     factor: float = 0.0
     oos_policy: str = "release"
@@ -36,7 +36,7 @@ class Rule:
     created_at: str | None = None
     starts_at: str | None = None  # RFC 3339 UTC; the rule applies from then (None: always)
     ends_at: str | None = None  # ... until then, exclusive (None: never ends)
-    reach: str = "collection"  # collection: its scope only; subtree: its sub-collections too
+    reach: str = "collection"  # collection: that collection only; subtree: its sub-collections too
 
     def active(self, at: str) -> bool:
         """Enabled and inside its dates at ``at`` (an RFC 3339 UTC stamp, compared as text)."""
@@ -48,11 +48,11 @@ class Rule:
         return self.starts_at is not None or self.ends_at is not None
 
     def describe(self) -> str:
-        where = (f" in {self.scope}" + (" and its sub-collections" if self.reach == "subtree" else "")
-                 if self.scope else " (global)")
+        scope = (f" in {self.collection}" + (" and its sub-collections" if self.reach == "subtree" else "")
+                 if self.collection else " (global)")
         if self.id <= 0:
-            return f"{get_kind(self.kind).what(self)}{where} (setting rules_bury_out_of_stock)"
-        return f"rule #{self.id}: {get_kind(self.kind).what(self)}{where}"
+            return f"{get_kind(self.kind).what(self)}{scope} (setting rules_bury_out_of_stock)"
+        return f"rule #{self.id}: {get_kind(self.kind).what(self)}{scope}"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -65,7 +65,7 @@ def validate(rule: Rule) -> None:
     if rule.reach not in REACHES:
         raise InvalidInput("reach", f"unknown rule reach {rule.reach!r}",
                            hint="choose one of: " + ", ".join(REACHES))
-    if rule.reach == "subtree" and not rule.scope:
+    if rule.reach == "subtree" and not rule.collection:
         raise InvalidInput("reach", "reach subtree needs a collection scope",
                            hint="--collection NAME")
     if rule.starts_at and rule.ends_at and rule.ends_at <= rule.starts_at:
@@ -73,7 +73,7 @@ def validate(rule: Rule) -> None:
                            f"({rule.starts_at})", hint="the end is exclusive and must be later")
     kind.validate(rule)
     if kind.target == "condition" and kind.fixed_condition is None:
-        parse_where(rule.condition or "")
+        parse_where(rule.where or "")
 
 
 def parse_where(condition: str, fields: set[str] | None = None,
@@ -113,5 +113,5 @@ def applies_to(rule: Rule, collection: str | None, lineage: Sequence[str] = ()) 
     """Does ``rule`` reach ``collection``, whose parents are ``lineage`` (nearest first)?
     Global rules reach every collection; a ``collection`` rule its own scope only; a
     ``subtree`` rule its scope and every sub-collection below it."""
-    return rule.scope is None or rule.scope == collection or (
-        rule.reach == "subtree" and rule.scope in lineage)
+    return rule.collection is None or rule.collection == collection or (
+        rule.reach == "subtree" and rule.collection in lineage)

@@ -60,9 +60,9 @@ def in_stock(record: Mapping[str, Any]) -> bool:
 def priority(rule: Rule, lineage: Sequence[str] = ()) -> tuple[int, int]:
     """Lower sorts first: the collection's own rules, then those inherited from the nearest
     parent up, then global ones; among equals the newest first."""
-    if rule.scope is None:
+    if rule.collection is None:
         return (len(lineage) + 1, -rule.id)
-    return (lineage.index(rule.scope) + 1 if rule.scope in lineage else 0, -rule.id)
+    return (lineage.index(rule.collection) + 1 if rule.collection in lineage else 0, -rule.id)
 
 
 def _condition(rule: Rule, res: Resolution) -> Any:
@@ -167,21 +167,21 @@ def _place_pins(pins: Sequence[Rule], records: Sequence[Mapping[str, Any]], res:
                 collection: str | None, vectors: np.ndarray | None,
                 reverted: set[tuple[int, str]]) -> None:
     index = {rec["id"]: i for i, rec in enumerate(records)}
-    wanted = {index[r.product_id] for r in pins if r.product_id in index}
+    wanted = {index[r.product] for r in pins if r.product in index}
     taken_slots: dict[int, Rule] = {}
     taken_items: dict[int, Rule] = {}
 
     def conflict(kind: str, rule: Rule, detail: str, winner: Rule | None = None) -> None:
         res.conflicts.append({"kind": kind, "rule": rule.id, "winner": winner.id if winner else None,
-                              "product": rule.product_id, "position": rule.position,
+                              "product": rule.product, "position": rule.position,
                               "resolution": detail})
 
     for rule in pins:
-        item = index.get(rule.product_id)
+        item = index.get(rule.product)
         slot = int(rule.position) - 1
         if item is None:
-            if rule.scope == collection and collection is not None:  # inherited: n/a here
-                conflict("not-a-member", rule, f"{rule.product_id} is not in {collection}; pin ignored")
+            if rule.collection == collection and collection is not None:  # inherited: n/a here
+                conflict("not-a-member", rule, f"{rule.product} is not in {collection}; pin ignored")
             continue
         if item in res.hidden:
             conflict("pin-on-hidden", rule,
@@ -195,7 +195,7 @@ def _place_pins(pins: Sequence[Rule], records: Sequence[Mapping[str, Any]], res:
             continue
         if item in taken_items:
             conflict("pinned-twice", rule,
-                     f"{rule.product_id} already pinned by rule #{taken_items[item].id}; released",
+                     f"{rule.product} already pinned by rule #{taken_items[item].id}; released",
                      taken_items[item])
             continue
         placed = _out_of_stock_pin(rule, item, records, vectors, res, reverted,
@@ -217,22 +217,22 @@ def _out_of_stock_pin(rule: Rule, item: int, records: Sequence[Mapping[str, Any]
     note = f"pinned by rule #{rule.id}"
     if in_stock(records[item]):
         return item, note
-    if (rule.id, rule.product_id) in reverted or rule.oos_policy == "keep":
+    if (rule.id, rule.product) in reverted or rule.oos_policy == "keep":
         return item, note + " (out of stock, kept)"
     if rule.oos_policy == "release":
-        res.events.append({"kind": "release", "rule": rule.id, "product": rule.product_id,
+        res.events.append({"kind": "release", "rule": rule.id, "product": rule.product,
                            "position": rule.position})
         res.notes.setdefault(item, []).append(f"out of stock: pin of rule #{rule.id} released")
         return None
     sub, cosine = most_similar(item, records, vectors, res.hidden, exclude)
     if sub is None:
-        res.events.append({"kind": "release", "rule": rule.id, "product": rule.product_id,
+        res.events.append({"kind": "release", "rule": rule.id, "product": rule.product,
                            "position": rule.position, "detail": "no in-stock product to substitute"})
         return None
-    res.events.append({"kind": "substitute", "rule": rule.id, "product": rule.product_id,
+    res.events.append({"kind": "substitute", "rule": rule.id, "product": rule.product,
                        "substitute": records[sub]["id"], "position": rule.position,
                        "cosine": round(cosine, 4)})
-    return sub, (f"substitute for out-of-stock {rule.product_id} pinned by rule #{rule.id} "
+    return sub, (f"substitute for out-of-stock {rule.product} pinned by rule #{rule.id} "
                  f"(most similar in stock, cosine {cosine:.2f})")
 
 

@@ -70,8 +70,8 @@ def live_order(ids: Sequence[str], records: Mapping[str, Mapping[str, Any]],
             continue
         undo = rule if on else _inverse(rule)
         if undo is not None:
-            effective.append(replace(undo, starts_at=None, ends_at=None, scope=None))
-    keep = [replace(p, oos_policy="keep", starts_at=None, ends_at=None, scope=None) for p in pins_now]
+            effective.append(replace(undo, starts_at=None, ends_at=None, collection=None))
+    keep = [replace(p, oos_policy="keep", starts_at=None, ends_at=None, collection=None) for p in pins_now]
     recs = [records[pid] for pid in order]
     res = resolve([*effective, *keep], recs, scores)
     visible = [i for i in range(n) if i not in res.hidden]
@@ -92,7 +92,7 @@ def live_order(ids: Sequence[str], records: Mapping[str, Mapping[str, Any]],
 
 def _matches(rule: Rule, record: Mapping[str, Any]) -> bool:
     try:
-        return bool(parse(rule.condition or "").evaluate(record))
+        return bool(parse(rule.where or "").evaluate(record))
     except UsageError:
         return False
 

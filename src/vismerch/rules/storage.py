@@ -15,7 +15,7 @@ from vismerch.rules.model import Rule, parse_stamp, parse_where, validate
 
 
 def from_row(row: Mapping[str, Any]) -> Rule:
-    return Rule(row["id"], row["kind"], row["scope"], row["condition"], row["product_id"],
+    return Rule(row["id"], row["kind"], row["collection"], row["where"], row["product"],
                 row["position"], float(row["factor"]), row["oos_policy"], bool(row["enabled"]),
                 row["note"], row["created_at"], row["starts_at"], row["ends_at"], row["reach"])
 
@@ -23,20 +23,20 @@ def from_row(row: Mapping[str, Any]) -> Rule:
 def check_against_store(store: Any, rule: Rule) -> None:
     validate(rule)
     kind = get_kind(rule.kind)
-    if rule.scope and db_collections.row(store, rule.scope) is None:
-        raise InvalidInput("collection", f"no collection named {rule.scope!r}",
+    if rule.collection and db_collections.row(store, rule.collection) is None:
+        raise InvalidInput("collection", f"no collection named {rule.collection!r}",
                            hint="list them with: vismerch collections STORE")
-    if kind.target == "product" and store.product(rule.product_id) is None:
-        raise InvalidInput("product", f"no product {rule.product_id!r} in this store",
+    if kind.target == "product" and store.product(rule.product) is None:
+        raise InvalidInput("product", f"no product {rule.product!r} in this store",
                            hint="pin a product id the catalog has (GET /products)")
     if kind.target == "condition" and kind.fixed_condition is None:  # a typo'd column matches nothing
         from vismerch.merch.collections import known_fields, product_records
 
         records = product_records(store)
-        parse_where(rule.condition or "", known_fields(records), [{}, *records[:1]])
+        parse_where(rule.where or "", known_fields(records), [{}, *records[:1]])
 
 
-_OPTIONAL = ("scope", "condition", "product_id", "position", "factor", "oos_policy", "note",
+_OPTIONAL = ("collection", "where", "product", "position", "factor", "oos_policy", "note",
              "starts_at", "ends_at", "reach", "enabled")
 
 
@@ -48,7 +48,7 @@ def new_rule(kind: str, **fields: Any) -> Rule:
         raise InvalidInput(unknown[0], f"a rule has no field {unknown[0]!r}")
     get = fields.get
     factor = get("factor")
-    return Rule(0, kind, get("scope") or None, get("condition") or None, get("product_id") or None,
+    return Rule(0, kind, get("collection") or None, get("where") or None, get("product") or None,
                 int(get("position")) if get("position") is not None else None,
                 float(get_kind(kind).default_factor if factor is None else factor),
                 get("oos_policy") or "release", bool(get("enabled", True)), get("note"),
@@ -110,7 +110,7 @@ def list_rules(store: Any, collection: str | None = None, *, applicable: bool = 
     from vismerch.merch.collections import ancestors
 
     inherited = ancestors(store, collection) if collection is not None and applicable else []
-    rows = db.select(store, scope=collection, inherited=inherited, with_global=applicable,
+    rows = db.select(store, collection=collection, inherited=inherited, with_global=applicable,
                      enabled_only=enabled_only)
     out = [from_row(row) for row in rows]
     return [r for r in out if at is None or r.active(at)]

@@ -26,17 +26,15 @@ from vismerch.service.models_merch import (
 )
 from vismerch.service.workspace import Workspace
 
-# API field -> merch.rules.Rule attribute
-_FIELDS = {"kind": "kind", "collection": "scope", "product": "product_id", "position": "position",
-           "where": "condition", "factor": "factor", "starts_at": "starts_at",
-           "ends_at": "ends_at", "reach": "reach", "oos_policy": "oos_policy", "note": "note",
-           "enabled": "enabled"}
+# the API's rule fields: the names of rules.Rule's attributes and of the store's columns
+_FIELDS = ("kind", "collection", "product", "position", "where", "factor", "starts_at", "ends_at",
+           "reach", "oos_policy", "note", "enabled")
 _REQUIRED = ("kind", "factor", "reach", "oos_policy", "enabled")
 
 
 def _model(rule: R.Rule, now: str, inherited_from: str | None = None) -> Rule:
-    return Rule(id=rule.id, kind=rule.kind, collection=rule.scope, product=rule.product_id,
-                position=rule.position, where=rule.condition, factor=rule.factor,
+    return Rule(id=rule.id, kind=rule.kind, collection=rule.collection, product=rule.product,
+                position=rule.position, where=rule.where, factor=rule.factor,
                 starts_at=rule.starts_at, ends_at=rule.ends_at, reach=rule.reach,
                 active=rule.active(now), enabled=rule.enabled, oos_policy=rule.oos_policy,
                 note=rule.note, created_at=rule.created_at, inherited_from=inherited_from,
@@ -60,7 +58,7 @@ def rules_for_collection(ws: Workspace, collection: str, *, at: str | None = Non
     colls.get_collection(ws.store, collection)
     now = R.parse_stamp(at, "at") or utc_timestamp()
     lineage = colls.ancestors(ws.store, collection)
-    return [_model(r, now, r.scope if r.scope in lineage else None)
+    return [_model(r, now, r.collection if r.collection in lineage else None)
             for r in R.list_rules(ws.store, collection, applicable=True)
             if R.applies_to(r, collection, lineage)]
 
@@ -78,7 +76,7 @@ def add_rule(ws: Workspace, kind: str, **fields: Any) -> Rule:
     unknown = [k for k in fields if k not in _FIELDS or k == "kind"]
     if unknown:
         raise InvalidInput(unknown[0], f"a rule has no field {unknown[0]!r}")
-    rule = R.add_rule(ws.store, kind, **{_FIELDS[k]: v for k, v in fields.items()})
+    rule = R.add_rule(ws.store, kind, **fields)
     return _model(rule, utc_timestamp())
 
 
@@ -93,7 +91,7 @@ def update_rule(ws: Workspace, rule_id: int, changes: dict[str, Any]) -> Rule:
     for name in _REQUIRED:
         if name in changes and changes[name] is None:
             raise InvalidInput(name, f"{name} cannot be cleared (send a value, or leave it out)")
-    rule = R.update_rule(ws.store, rule_id, **{_FIELDS[k]: v for k, v in changes.items()})
+    rule = R.update_rule(ws.store, rule_id, **changes)
     return _model(rule, utc_timestamp())
 
 
@@ -127,15 +125,14 @@ def check_rule(ws: Workspace, fields: dict[str, Any], rule_id: int | None = None
     InvalidInput naming the field, as saving would."""
     store = ws.store
     if rule_id is None:
-        fields = {_FIELDS[k]: v for k, v in fields.items() if k in _FIELDS}
+        fields = {k: v for k, v in fields.items() if k in _FIELDS}
         rule = storage.new_rule(fields.pop("kind"), **fields)
         storage.check_against_store(store, rule)
     else:
-        rule = storage.changed_rule(store, rule_id, {_FIELDS[k]: v for k, v in fields.items()
-                                                     if k in _FIELDS})
+        rule = storage.changed_rule(store, rule_id, {k: v for k, v in fields.items() if k in _FIELDS})
     record = None
-    if rule.product_id:
-        product = store.product(rule.product_id)
+    if rule.product:
+        product = store.product(rule.product)
         record = colls.product_records(store, [product])[0] if product else None
     found = rule_conflicts(rule, R.list_rules(store), record=record,
                            lineage=lambda name: colls.ancestors(store, name))
