@@ -19,35 +19,26 @@ import json
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from vismerch.catalog.fetch import check_url, url_scheme
+from vismerch.catalog.product import KNOWN_COLUMNS, NUMERIC_FIELDS, TEXT_FIELDS, ProductFields
 from vismerch.errors import SourceError
 from vismerch.imaging.decode import IMAGE_EXTENSIONS
 
-KNOWN_COLUMNS = ("id", "image", "title", "description", "category", "brand",
-                 "price", "stock", "sales", "created_at")
-NUMERIC_COLUMNS = ("price", "stock", "sales")
 MANIFEST_SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 MAX_ID_CHARS, MAX_TEXT_CHARS = 500, 10_000  # defaults of the manifest_max_* settings
 
 
 @dataclass
-class ProductRecord:
+class ProductRecord(ProductFields):
+    """A product as its source lists it (the catalog's fields are ``ProductFields``')."""
+
     id: str
     image_path: Path | None  # absolute; None when the image is a URL
-    title: str | None = None
-    description: str | None = None
-    category: str | None = None
-    brand: str | None = None
-    price: float | None = None
-    stock: float | None = None
-    sales: float | None = None
-    created_at: str | None = None
-    attributes: dict[str, Any] = field(default_factory=dict)
     image_url: str | None = None  # http(s):// or an fsspec URL, downloaded by the workers
 
     @property
@@ -216,7 +207,7 @@ def read_manifest(path: Path, *, max_id_chars: int = MAX_ID_CHARS,
         where = f"{path.name} row {number}"
         try:
             texts = {c: _capped(_text(row.get(c)), c, where, max_text_chars, "manifest_max_text_chars")
-                     for c in ("image", "title", "description", "category", "brand", "created_at")}
+                     for c in ("image", *TEXT_FIELDS)}
             attributes = _attributes(row, where, max_text_chars)
         except RecursionError:  # str() of a value nested past Python's stack
             raise SourceError(f"{where}: a value nests too deeply to read",
@@ -234,19 +225,9 @@ def read_manifest(path: Path, *, max_id_chars: int = MAX_ID_CHARS,
             )
         seen[product_id] = number
         records.append(ProductRecord(
-            id=product_id,
-            image_path=full,
-            image_url=url,
-            title=texts["title"],
-            description=texts["description"],
-            category=texts["category"],
-            brand=texts["brand"],
-            price=_number(row.get("price"), "price", where),
-            stock=_number(row.get("stock"), "stock", where),
-            sales=_number(row.get("sales"), "sales", where),
-            created_at=texts["created_at"],
-            attributes=attributes,
-        ))
+            id=product_id, image_path=full, image_url=url, attributes=attributes,
+            **{c: texts[c] for c in TEXT_FIELDS},
+            **{c: _number(row.get(c), c, where) for c in NUMERIC_FIELDS}))
     records.sort(key=lambda r: r.id)
     return records
 

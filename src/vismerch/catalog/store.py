@@ -19,13 +19,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from vismerch.catalog.audit_context import record_pending
+from vismerch.catalog.product import ProductFields
 from vismerch.catalog.schema import MIGRATIONS, SCHEMA_VERSION
 from vismerch.catalog.thumbs import Thumbnail, has_legacy, read_legacy, read_packed
 from vismerch.errors import StoreError
@@ -65,20 +66,13 @@ def utc_timestamp() -> str:
 
 
 @dataclass
-class Product:
+class Product(ProductFields):
+    """A product as the store keeps it (the catalog's fields are ``ProductFields``')."""
+
     id: str
     image_path: str
     sha256: str | None
     status: str
-    title: str | None = None
-    description: str | None = None
-    category: str | None = None
-    brand: str | None = None
-    price: float | None = None
-    stock: float | None = None
-    sales: float | None = None
-    created_at: str | None = None
-    attributes: dict[str, Any] = field(default_factory=dict)
     width: int | None = None
     height: int | None = None
 
