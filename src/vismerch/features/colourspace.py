@@ -63,7 +63,7 @@ def xyzn_to_lab(xyzn: torch.Tensor) -> torch.Tensor:
     f = _lab_f(xyzn)
     fx, fy, fz = f.unbind(-1)
     # L* = 116 fy - 16, a* = 500 (fx - fy), b* = 200 (fy - fz), each written straight into
-    # its channel (half the time of stacking three new planes; the same bits)
+    # its channel rather than stacked from three new planes (the same values)
     lab = torch.empty_like(f)
     big_l, a, b = lab.unbind(-1)
     torch.mul(fy, 116.0, out=big_l).sub_(16.0)

@@ -33,9 +33,9 @@ def _shrink(grey: torch.Tensor) -> torch.Tensor:
     b, h, w = grey.shape
     if h == w == HASH_INPUT:
         return grey
-    if h == w == 2 * HASH_INPUT:  # the colour backend's 64x64 grid
+    if h == w == 2 * HASH_INPUT:  # 2x2 cells (the colour backend's default grid)
         # ((a + b) + (c + d)) / 4 over four strided views: the sums, in the order, that
-        # ``mean(dim=(2, 4))`` below adds them in (the same bits), ten times faster
+        # ``mean(dim=(2, 4))`` below adds them in (the same bits), without its reduction
         g = grey.reshape(b, HASH_INPUT, 2, HASH_INPUT, 2)
         return ((g[:, :, 0, :, 0] + g[:, :, 0, :, 1]) + (g[:, :, 1, :, 0] + g[:, :, 1, :, 1])) / 4
     if h % HASH_INPUT == 0 and w % HASH_INPUT == 0:

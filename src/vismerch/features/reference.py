@@ -1,8 +1,7 @@
 """Plain definitions of the colour backend's stages: what each computes, written for
 reading, not speed. ``kernels.py`` computes the same things faster;
 ``tests/unit/test_colour_kernels.py`` holds each kernel to its definition here. The
-backend itself uses the definitions that have no faster twin (``soft_bins``,
-``merge_close``).
+backend itself uses ``soft_bins``, which has no faster twin.
 """
 
 from __future__ import annotations
