@@ -110,6 +110,24 @@ def test_fill_narrow_holes_with_its_shortcuts_is_the_definition(sweeps):
     assert got[0, 10, 10] and not got[1, 16, 16]  # the stripe filled, the large hole not
 
 
+def test_the_mask_of_a_striped_ring_is_the_definition():
+    """The analysis' mask on the grid of an image: a ring with narrow stripes across its
+    inside, a solid square, specks, on a white backdrop."""
+    img = torch.full((2, 256, 256, 3), 255, dtype=torch.uint8)
+    img[0, 40:216, 40:216] = torch.tensor([200, 30, 40], dtype=torch.uint8)
+    img[0, 60:196, 60:196] = 255  # a large hole ...
+    img[0, 60:196:24, 60:196] = torch.tensor([200, 30, 40], dtype=torch.uint8)  # ... striped
+    img[1, 100:160, 80:200] = torch.tensor([30, 40, 75], dtype=torch.uint8)
+    img[1, 8:12, 8:12] = 0  # a speck: one grid cell
+    lab = analysis.grid_lab(analysis.grid_means(img, 64), analysis.grid_levels(256, 256, 64))
+    background = analysis.backdrop(lab)["background_lab"]
+    got = analysis.foreground_mask(lab, background, 10.0)
+    want = reference.foreground_mask(lab, background, 10.0, 6, analysis.REACH_SWEEPS)
+    assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+    mask, holes = got
+    assert holes[0].any() and mask[1, 30, 30] and not mask[1, 2, 2]  # holes filled; no speck
+
+
 # ---------------------------------------------------------------- k-means, histogram, edges
 
 

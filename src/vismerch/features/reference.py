@@ -175,3 +175,13 @@ def edge_histogram(grey: torch.Tensor, bins: int, cells: int) -> torch.Tensor:
     hist.scatter_add_(1, (cell + lower).reshape(b, -1), (mag * (1 - frac)).reshape(b, -1))
     hist.scatter_add_(1, (cell + upper).reshape(b, -1), (mag * frac).reshape(b, -1))
     return hist
+
+
+def foreground_mask(lab: torch.Tensor, background: torch.Tensor, delta: float, max_run: int,
+                    sweeps: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Lab grid (B, G, G, 3) -> (mask, filled holes): cells ``far_from`` the background,
+    less specks (under 3 set cells in their 3x3 window), plus ``fill_narrow_holes``."""
+    fg = far_from(lab, background, delta)
+    fg = fg & (box_count(fg.to(torch.float32)) >= 3)
+    filled = fill_narrow_holes(fg, max_run, sweeps)
+    return filled, filled & ~fg
