@@ -41,6 +41,19 @@ def test_plane_sum_and_max_are_the_channel_reductions():
     assert torch.equal(kernels.plane_max(ints), reference.plane_max(ints))
 
 
+def test_2x2_means_are_the_cell_means_bit_for_bit():
+    x = torch.rand(5, 64, 48, generator=_gen(3)) * 255
+    assert torch.equal(kernels.mean_2x2(x), reference.cell_means(x, 2))
+
+
+def test_channel_weights_of_uint8_pixels_are_those_of_their_float_copy():
+    x = torch.randint(0, 256, (3, 40, 56, 3), generator=_gen(4)).to(torch.uint8)
+    weights = np.array([0.299, 0.587, 0.114], np.float32)
+    got = kernels.weigh_channels(x, weights)
+    assert torch.equal(got, torch.from_numpy(np.matmul(x.float().numpy(), weights)))
+    assert torch.allclose(got, x.float() @ torch.from_numpy(weights), rtol=1e-6)  # torch's own
+
+
 @pytest.mark.parametrize("k", [1, 2, 3, 5, 8])
 def test_first_min_is_argmin_ties_included(k):
     dist = torch.randint(0, 4, (3, k, 200), generator=_gen(k)).to(torch.float32)  # many ties

@@ -19,8 +19,8 @@ its geometry) and the perceptual hash of the grid's luma, it computes:
    cells; each block is Hellinger/L2-normalised and weighted so that cosine =
    0.6 histogram + 0.2 layout + 0.2 edges; the whole vector is L2-normalised.
 
-The duplicate signature (dupsig.py) starts from the ``box_grid`` means that the analysis'
-one pass over the pixels leaves. Sizes are the ``Sizes`` the backend is made with. The
+The duplicate signature (dupsig.py) starts from the ``BOX_GRID`` means that the
+analysis' one pass over the pixels leaves. Sizes are the ``Sizes`` the backend is made with. The
 fast paths are in kernels.py, their plain definitions in reference.py. Colour naming lives
 in colournames.py and is re-exported here.
 """
@@ -90,12 +90,11 @@ DIM = HIST_DIM + LAYOUT_DIM + EDGE_DIM
 
 @dataclass(frozen=True)
 class Sizes:
-    """The backend's resolutions: the analysis grid (cells per side), the duplicate
-    signature's grid, palette samples per side, the backdrop ring (grid cells) and the
-    images per chunk of full-size work on CPU."""
+    """The backend's resolutions: the analysis grid (cells per side), palette samples per
+    side, the backdrop ring (grid cells) and the images per chunk of full-size work on
+    CPU. (The duplicate signature's grid is dupsig's ``BOX_GRID``.)"""
 
     grid: int = GRID
-    box_grid: int = BOX_GRID
     samples: int = SAMPLES
     border: int = BORDER
     chunk: int = CPU_CHUNK
@@ -174,7 +173,7 @@ class ColourBackend:
         h, w = x.shape[1:3]
         pixel_idx, ring_idx, cell_idx = sample_lattice(h, w, x.device, sz.samples, sz.grid)
         lattice = torch.cat([pixel_idx, ring_idx.reshape(-1)])
-        blur, rgb, gathered, planes = analysis.scan(x, lattice, sz.grid, sz.box_grid, sz.chunk)
+        blur, rgb, gathered, planes = analysis.scan(x, lattice, sz.grid, BOX_GRID, sz.chunk)
         grey = luma(rgb)  # (B, G, G): the hash's area means are means of the grid's luma
         out: dict[str, torch.Tensor] = {
             "phash_bits": phash_bits(grey),

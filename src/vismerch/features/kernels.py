@@ -5,11 +5,14 @@ shortcuts that skip work whose result is already known).
 
 Every function here has an equivalence test against its reference
 (``tests/unit/test_colour_kernels.py``). None of them changes its arguments. On a GPU most
-take torch's plain operation, which is one kernel there.
+take torch's plain operation, which is one kernel there. The matrix products and powers
+go through ``cpumath.py`` (numpy's BLAS and ufuncs; tested against torch's in
+``tests/unit/test_cpumath.py``).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -28,6 +31,22 @@ def plane_sum(planes: torch.Tensor) -> torch.Tensor:
 def plane_max(planes: torch.Tensor) -> torch.Tensor:
     """(B, 3, ...) -> (B, ...): the largest of the three channel planes."""
     return torch.maximum(torch.maximum(planes[:, 0], planes[:, 1]), planes[:, 2])
+
+
+def mean_2x2(x: torch.Tensor) -> torch.Tensor:
+    """(B, 2H, 2W) float -> (B, H, W) means of 2x2 cells, as ((a + b) + (c + d)) / 4 over
+    four strided views: the sums, in the order, that ``reference.cell_means`` adds them in
+    (the same bits)."""
+    b, h, w = x.shape
+    g = x.reshape(b, h // 2, 2, w // 2, 2)
+    return ((g[:, :, 0, :, 0] + g[:, :, 0, :, 1]) + (g[:, :, 1, :, 0] + g[:, :, 1, :, 1])) / 4
+
+
+def weigh_channels(images: torch.Tensor, weights: np.ndarray) -> torch.Tensor:
+    """uint8 CPU (..., C) times float32 (C,) -> float32 (...): numpy converts the pixels to
+    float32 in small buffers on their way into the product, with no float copy of the
+    images (reference: ``images.float() @ weights``, the same values)."""
+    return torch.from_numpy(np.matmul(images.numpy(), weights))
 
 
 def first_min(dist: torch.Tensor) -> torch.Tensor:

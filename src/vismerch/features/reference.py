@@ -24,6 +24,12 @@ def plane_max(planes: torch.Tensor) -> torch.Tensor:
     return planes.amax(dim=1)
 
 
+def cell_means(x: torch.Tensor, k: int) -> torch.Tensor:
+    """(B, H, W) -> (B, H/k, W/k) means of k x k cells."""
+    b, h, w = x.shape
+    return x.reshape(b, h // k, k, w // k, k).mean(dim=(2, 4))
+
+
 def first_min(dist: torch.Tensor) -> torch.Tensor:
     """(B, K, N) -> (B, N): index of the smallest of the K values, the first of equals."""
     return dist.argmin(dim=1)
