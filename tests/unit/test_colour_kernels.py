@@ -162,6 +162,57 @@ def test_lloyd_on_planes_is_the_plain_iteration():
         assert torch.allclose(g, w, rtol=1e-5, atol=1e-4)
 
 
+def _palette_case(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Five colours: two 5 CIEDE2000 apart (one colour, lit and shaded), one with 1% of
+    the weight (dropped), two far from the rest; points spread 1.5 around them."""
+    centres = torch.tensor([[40.0, 50, 30], [45, 52, 33], [80, -30, 40], [60, 10, -50], [20, 0, 0]])
+    gen = _gen(seed)
+    label = torch.multinomial(torch.tensor([0.3, 0.3, 0.01, 0.2, 0.19]), 3 * 600, True,
+                              generator=gen).reshape(3, 600)
+    points = centres[label] + 1.5 * torch.randn(3, 600, 3, generator=gen)
+    weights = (torch.rand(3, 600, generator=gen) > 0.1).to(torch.float32)
+    return points, weights
+
+
+def test_batched_merging_is_per_image_complete_linkage():
+    gen = _gen(12)
+    centres = torch.tensor([[50.0, 0, 0], [53, 1, 0], [56, 2, 0], [59, 3, 0], [20, 40, 40]])
+    centres = centres + 0.5 * torch.randn(4, 5, 3, generator=gen)  # a chain: not all one colour
+    mass = torch.rand(4, 5, generator=gen)
+    mass[1, 2] = 0.0  # an unused cluster stays out
+    got = colour.merge_close(centres, mass)
+    want = reference.merge_close(centres, mass, colour.MERGE_DELTA)
+    assert torch.allclose(got[0], want[0], atol=1e-4) and torch.allclose(got[1], want[1], atol=1e-6)
+    assert ((got[1] > 0).sum(1) < (mass > 0).sum(1)).all()  # something merged in each image
+
+
+def test_palette_is_the_plain_kmeans():
+    points, weights = _palette_case(13)
+    got = colour.kmeans_palette(points, weights)
+    schedule = ((colour.KMEANS_COARSE_STEP, colour.KMEANS_COARSE_ITERS),
+                (1, colour.KMEANS_FINE_ITERS))
+    want = reference.kmeans_palette(points, weights, colour.PALETTE_K, schedule,
+                                    colour.MERGE_DELTA, colour.MIN_CLUSTER)
+    assert torch.allclose(got[0], want[0], atol=1e-3)
+    assert torch.allclose(got[1], want[1], atol=1e-5)
+    assert ((got[1] > 0).sum(1) == 3).all()  # the shades merged, the 1% colour dropped
+
+
+def test_solid_samples_by_planes_are_the_channel_definition():
+    gen = _gen(14)
+    b, n = 3, 300
+    samples = torch.randint(0, 256, (b, 1, n, 3), generator=gen)
+    near = (samples + torch.randint(-60, 61, (b, 4, n, 3), generator=gen)).clamp(0, 255)
+    gathered = torch.cat([samples, near], 1).reshape(b, 5 * n, 3).to(torch.uint8)
+    background = srgb_to_lab(torch.tensor([[255, 255, 255], [200, 200, 200], [30, 40, 75]],
+                                          dtype=torch.uint8))
+    bg_rgb = (colour.lab_to_srgb(background) * 255.0).round()
+    got = colour.solid_samples(gathered, n, background)
+    want = reference.solid_samples(gathered, n, bg_rgb, colour.INTERIOR_LEVELS,
+                                   colour.BACKDROP_LEVELS)
+    assert torch.equal(got, want) and 0 < int(got.sum()) < got.numel()
+
+
 def test_histogram_corners_are_the_trilinear_definition():
     points = torch.cat([_random_lab(3000, 8).reshape(3, 1000, 3),
                         torch.tensor([[[0.0, -60, -60], [100, 60, 60], [100, 90, -90]]] * 3)], 1)

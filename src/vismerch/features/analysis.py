@@ -12,8 +12,8 @@ backdrop, exposure, the product mask and its geometry.
   (quality.mask_geometry).
 
 Sizes are parameters (``grid``, ``border``, ``chunk``); the module constants are the
-backend's defaults. Nothing here changes its arguments, except that ``scan`` writes
-the caller's ``planes`` buffer, which it is given to fill.
+backend's defaults. Nothing here changes its arguments, except ``grid_means``, which
+fills the ``planes`` buffer it is given for that.
 """
 
 from __future__ import annotations

@@ -191,3 +191,67 @@ def foreground_mask(lab: torch.Tensor, background: torch.Tensor, delta: float, m
     fg = fg & (box_count(fg.to(torch.float32)) >= 3)
     filled = fill_narrow_holes(fg, max_run, sweeps)
     return filled, filled & ~fg
+
+
+def solid_samples(gathered: torch.Tensor, n: int, background_rgb: torch.Tensor,
+                  interior_levels: int, backdrop_levels: int) -> torch.Tensor:
+    """Lattice pixels (B, 5N, 3) uint8 (N samples, then 4 rings of N neighbours) and the
+    background as sRGB levels (B, 3) -> bool (B, N): every neighbour's largest channel
+    difference from the sample is at most ``interior_levels`` and from the background
+    more than ``backdrop_levels``."""
+    px = gathered.to(torch.int32)
+    b = px.shape[0]
+    sample, ring = px[:, None, :n], px[:, n:].reshape(b, 4, n, 3)
+    alike = (ring - sample).abs().amax(-1) <= interior_levels
+    off_bg = (ring - background_rgb.to(torch.int32)[:, None, None]).abs().amax(-1) > backdrop_levels
+    return (alike & off_bg).all(dim=1)
+
+
+def merge_close(centres: torch.Tensor, mass: torch.Tensor, delta: float
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per image, agglomerative merging with complete linkage: while the closest pair of
+    used clusters is nearer than ``delta`` (CIEDE2000, between the original colours each
+    holds: the largest such distance), the lower-numbered keeps their weighted mean and
+    both masses, the other is emptied."""
+    centres, mass = centres.clone(), mass.clone()
+    d0 = ciede2000(centres[:, :, None], centres[:, None])
+    for img in range(centres.shape[0]):
+        members = {i: {i} for i in range(centres.shape[1]) if mass[img, i] > 0}
+        while len(members) > 1:
+            def link(i, j, img=img, members=members):
+                return max(float(d0[img, a, b]) for a in members[i] for b in members[j])
+            pairs = [(link(i, j), i, j) for i in members for j in members if i < j]
+            dist, i, j = min(pairs)
+            if dist >= delta:
+                break
+            mi, mj = mass[img, i], mass[img, j]
+            centres[img, i] = (centres[img, i] * mi + centres[img, j] * mj) / (mi + mj)
+            mass[img, i], mass[img, j] = mi + mj, 0.0
+            members[i] |= members.pop(j)
+    return centres, mass
+
+
+def kmeans_palette(points: torch.Tensor, weights: torch.Tensor, k: int,
+                   schedule: tuple[tuple[int, int], ...], merge_delta: float, min_share: float
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weighted k-means: the first centre the weighted mean, each next one the weighted
+    point farthest from all centres so far; Lloyd steps per ``schedule`` ((every how
+    many points, iterations), ...); close clusters merged; shares under ``min_share``
+    dropped. -> (centres (B, k, 3), shares (B, k) heaviest first, unused zero)."""
+    b = points.shape[0]
+    mean = (points * weights[..., None]).sum(1) / weights.sum(1, keepdim=True)
+    centres = [mean]
+    for _ in range(1, k):
+        dist = torch.stack([((points - c[:, None]) ** 2).sum(-1) for c in centres]).amin(0)
+        far = torch.where(weights > 0, dist, torch.full_like(dist, -1.0)).argmax(dim=1)
+        centres.append(points[torch.arange(b), far])
+    c = torch.stack(centres, dim=1)
+    for step, iters in schedule:
+        c, mass = lloyd(points[:, ::step], weights[:, ::step], c, iters)
+    c, mass = merge_close(c, mass, merge_delta)
+    share = mass / mass.sum(1, keepdim=True)
+    share = torch.where(share >= min_share, share, 0.0)
+    share = share / share.sum(1, keepdim=True)
+    order = share.argsort(dim=1, descending=True, stable=True)
+    share, c = share.gather(1, order), c.gather(1, order[..., None].expand(-1, -1, 3))
+    return torch.where(share[..., None] > 0, c, 0.0), share
