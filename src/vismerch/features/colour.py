@@ -74,9 +74,9 @@ EDGE_BINS = 8
 EDGE_CELLS = 2
 BLOCK_WEIGHTS = {"hist": 0.6, "layout": 0.2, "edges": 0.2}  # shares of the cosine
 # thin dark outlines (cel-shaded renders, illustrations, piping) are not the product's
-# colour: near-black samples within OUTLINE_BAND grid cells of the mask's edge leave the
+# colour: near-black samples within OUTLINE_BAND of the mask's edge leave the
 # palette (not the histogram) when the product's interior is mostly not dark
-OUTLINE_BAND = 2  # grid cells (8 px at 256): wider than a drawn contour
+OUTLINE_BAND = 1 / 32  # of the frame (2 cells of a 64 grid, 8 px at 256): wider than a contour
 OUTLINE_MAX_L = 25.0  # CIELAB L*: near-black
 OUTLINE_MAX_CHROMA = 12.0  # and nearly neutral (a navy or burgundy edge is the product)
 OUTLINE_MAX_DARK_INTERIOR = 0.3  # interior share of such dark samples: above it, dark is the product
@@ -298,12 +298,13 @@ def sample_weights(gathered: torch.Tensor, n: int, background: torch.Tensor,
 def drop_outlines(samples: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor,
                   cell_idx: torch.Tensor) -> torch.Tensor:
     """Palette weights without thin dark outlines: samples (B, N, 3) Lab that are
-    near-black and lie within OUTLINE_BAND cells of the mask's edge get weight 0, when the
+    near-black and lie within OUTLINE_BAND of the mask's edge get weight 0, when the
     interior (the mask eroded by the band) holds under OUTLINE_MAX_DARK_INTERIOR of such
     dark samples and at least OUTLINE_MIN_LEFT of the samples stay. A black product (dark
     inside too) keeps its edges."""
     b = samples.shape[0]
-    edge = (mask & ~kernels.erode(mask, OUTLINE_BAND)).reshape(b, -1).index_select(1, cell_idx)
+    band = max(1, round(mask.shape[1] * OUTLINE_BAND))  # grid cells
+    edge = (mask & ~kernels.erode(mask, band)).reshape(b, -1).index_select(1, cell_idx)
     chroma = torch.hypot(samples[..., 1], samples[..., 2])
     dark = (samples[..., 0] < OUTLINE_MAX_L) & (chroma < OUTLINE_MAX_CHROMA)
     used = weights > 0
