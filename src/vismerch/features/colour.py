@@ -168,14 +168,32 @@ class ColourBackend:
 
     def _encode(self, x: torch.Tensor, clock: _StageClock
                 ) -> tuple[dict[str, torch.Tensor], dict[str, np.ndarray]]:
-        """(feature tensors, the duplicate signature's columns)."""
+        """(feature tensors, the duplicate signature's columns): the image analysis,
+        then the colour embedding of what it found."""
+        seen, dup = self._analyse(x, clock)
+        out = dict(seen.columns)
+        palette_weights = drop_outlines(seen.samples, seen.weights, seen.mask, seen.cell_idx)
+        out["palette_lab"], out["palette_weight"] = kmeans_palette(seen.samples, palette_weights)
+        clock("palette: k-means, merge")
+        blocks = {
+            "hist": lab_histogram(seen.samples, seen.weights),
+            "layout": colour_layout(seen.lab),
+            "edges": edge_histogram(seen.grey),
+        }
+        out["vector"] = _combine(blocks)
+        clock("vector: histogram, layout, edges")
+        return out, dup
+
+    def _analyse(self, x: torch.Tensor, clock: _StageClock) -> tuple[_Seen, dict[str, np.ndarray]]:
+        """The always-on analysis: one pass over the pixels, hash, duplicate signature,
+        backdrop, exposure, mask and the weighted palette samples."""
         sz = self.sizes
         h, w = x.shape[1:3]
         pixel_idx, ring_idx, cell_idx = sample_lattice(h, w, x.device, sz.samples, sz.grid)
         lattice = torch.cat([pixel_idx, ring_idx.reshape(-1)])
         blur, rgb, gathered, planes = analysis.scan(x, lattice, sz.grid, BOX_GRID, sz.chunk)
         grey = luma(rgb)  # (B, G, G): the hash's area means are means of the grid's luma
-        out: dict[str, torch.Tensor] = {
+        columns: dict[str, torch.Tensor] = {
             "phash_bits": phash_bits(grey),
             "blur": blur,
             "structure": structure_signature(grey),
@@ -187,21 +205,26 @@ class ColourBackend:
         clock("duplicate signature")
         metrics, lab, mask, holes = analysis.analyse_grid(
             rgb, analysis.grid_levels(h, w, sz.grid), self.foreground_delta, sz.border, clock)
-        out.update(metrics)
+        columns.update(metrics)
         samples, weights = sample_weights(gathered, pixel_idx.numel(), metrics["background_lab"],
                                           (mask, holes, cell_idx), self.foreground_delta)
         clock("samples: lattice, interior test")
-        palette_weights = drop_outlines(samples, weights, mask, cell_idx)
-        out["palette_lab"], out["palette_weight"] = kmeans_palette(samples, palette_weights)
-        clock("palette: k-means, merge")
-        blocks = {
-            "hist": lab_histogram(samples, weights),
-            "layout": colour_layout(lab),
-            "edges": edge_histogram(grey),
-        }
-        out["vector"] = _combine(blocks)
-        clock("vector: histogram, layout, edges")
-        return out, dup
+        return _Seen(columns, grey, lab, mask, cell_idx, samples, weights), dup
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """What the analysis hands the embedding: its columns (hash, metrics), the grid's
+    luma (B, G, G) and Lab (B, G, G, 3), the mask (B, G, G), each sample's grid cell (N,),
+    the samples in Lab (B, N, 3) and their weights (B, N)."""
+
+    columns: dict[str, torch.Tensor]
+    grey: torch.Tensor
+    lab: torch.Tensor
+    mask: torch.Tensor
+    cell_idx: torch.Tensor
+    samples: torch.Tensor
+    weights: torch.Tensor
 
 
 class _StageClock:
