@@ -200,7 +200,7 @@ class ColourBackend:
         }
         clock("full_size: hash, blur, shrink")
         # the framing/light-invariant duplicate signature (dupsig.py) starts from the
-        # scan's box_grid means: the full-size image is averaged once for both
+        # scan's BOX_GRID means: the full-size image is averaged once for both
         dup = dupsig.signatures(x, planes=planes)
         clock("duplicate signature")
         metrics, lab, mask, holes = analysis.analyse_grid(
