@@ -434,50 +434,25 @@ def test_surfaces_group_shades_of_one_colour_and_keep_real_colours_apart():
     assert [(c.name, c.weight) for c in named] == [("red", 1.0)]
 
 
-def test_cells_open_to_the_border_by_brute_force():
-    """The shortcut that spares most shots the hole sweeps: a background cell is open when
-    no foreground lies between it and the frame's edge along its row or its column."""
-    from vismerch.features.colour import _open_to_border
+@pytest.mark.parametrize("grid, samples", [(32, 24), (128, 48)])
+def test_sizes_are_parameters(grid, samples):
+    """Another analysis grid and lattice: the same colours, geometry and background, and
+    the sizes in the fingerprint (the defaults' fingerprint stays what stores hold)."""
+    from vismerch.features.colour import Sizes
 
-    gen = torch.Generator().manual_seed(7)
-    fg = torch.rand(6, 9, 11, generator=gen) > 0.6
-    got = _open_to_border(fg)
-    for b, y, x in np.ndindex(*fg.shape):
-        if fg[b, y, x]:
-            continue  # asked of background cells only
-        row, col = fg[b, y], fg[b, :, x]
-        want = (not row[:x + 1].any() or not row[x:].any()
-                or not col[:y + 1].any() or not col[y:].any())
-        assert bool(got[b, y, x]) == want, (b, y, x)
-
-
-@pytest.mark.parametrize("k", [1, 2, 3, 5, 8])
-def test_nearest_centre_is_the_first_of_equal_minima(k):
-    """k-means assigns each point to the first of its nearest centres (argmin's rule),
-    ties included: the knock-out on distance rows must pick what argmin picks."""
-    from vismerch.features.colour import _first_min
-
-    gen = torch.Generator().manual_seed(k)
-    dist = torch.randint(0, 4, (3, k, 200), generator=gen).to(torch.float32)  # many ties
-    assert torch.equal(_first_min(dist), dist.argmin(dim=1))
-    dist = torch.rand(3, k, 200, generator=gen)
-    assert torch.equal(_first_min(dist), dist.argmin(dim=1))
-
-
-@pytest.mark.parametrize("width", [9, 300])  # uint8 counts, and int32 past 255 cells
-def test_run_counts_by_brute_force(width):
-    """The hole sweeps count set cells per run of background between foreground cells."""
-    from vismerch.features.colour import _run_sum, _runs
-
-    gen = torch.Generator().manual_seed(width)
-    barrier = torch.rand(3, 4, width, generator=gen) > 0.9
-    values = torch.rand(3, 4, width, generator=gen) > 0.3
-    got = _run_sum(values, _runs(barrier))
-    for b, y in np.ndindex(3, 4):
-        run_id = np.cumsum(barrier[b, y].numpy())
-        for x in range(width):
-            want = int(values[b, y].numpy()[run_id == run_id[x]].sum())
-            assert int(got[b, y, x]) == want, (b, y, x)
+    settings = load_settings(env={})
+    backend = ColourBackend(settings=settings, sizes=Sizes(grid=grid, samples=samples))
+    img = np.full((S, S, 3), 255, np.uint8)
+    img[64:192, 64:192] = (40, 90, 160)
+    navy = jpeg(paint(shirt_mask(), (30, 40, 75), shading=0.3))
+    out = encode(img, navy, backend=backend)
+    assert out.vectors.shape == (2, DIM)
+    assert out.columns["fill"][0] == pytest.approx(0.25, abs=0.02)
+    assert names_of(out, 1)[0].name == "navy"
+    default = encode(img, navy)
+    assert np.allclose(out.columns["background_lab"], default.columns["background_lab"], atol=0.5)
+    assert backend.fingerprint["grid"] == grid and backend.fingerprint["samples"] == samples
+    assert "samples" not in ColourBackend(settings=settings).fingerprint
 
 
 @pytest.mark.parametrize("size", [256, 320, 384])  # 2x2, none (resampled), 3x3 px per grid cell

@@ -63,7 +63,7 @@ def xyzn_to_lab(xyzn: torch.Tensor) -> torch.Tensor:
     f = _lab_f(xyzn)
     fx, fy, fz = f.unbind(-1)
     # L* = 116 fy - 16, a* = 500 (fx - fy), b* = 200 (fy - fz), each written straight into
-    # its channel (half the time of stacking three new planes; the same bits)
+    # its channel rather than stacked from three new planes (the same values)
     lab = torch.empty_like(f)
     big_l, a, b = lab.unbind(-1)
     torch.mul(fy, 116.0, out=big_l).sub_(16.0)
@@ -72,28 +72,35 @@ def xyzn_to_lab(xyzn: torch.Tensor) -> torch.Tensor:
     return lab
 
 
-def srgb_to_lab(rgb: torch.Tensor, dtype: torch.dtype = torch.float32,
-                levels: int | None = None) -> torch.Tensor:
+def srgb_to_lab(rgb: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """sRGB (..., 3) -> CIELAB D65 (..., 3).
 
     uint8 input goes through the exact 256-entry linearisation table; float input is
-    taken as sRGB in [0, 255] (e.g. box-averaged uint8 pixels) and linearised directly,
-    or, with ``levels``, through a table of the 255 * levels + 1 values k / levels it can
-    take (means of ``levels`` uint8 pixels, as the colour backend's cell means are: the
-    same values for a fraction of the work).
+    taken as sRGB in [0, 255] (e.g. box-averaged uint8 pixels) and linearised directly.
     """
     lut, m = _device_tables(rgb.device, dtype)
-    # table look-ups by index_select on int32 indices: a third of the time of ``take`` or
-    # advanced indexing on int64 ones, the same values
     if rgb.dtype == torch.uint8:
+        # index_select on int32 indices: the cheapest of torch's table look-ups
         linear = lut.index_select(0, rgb.reshape(-1).to(torch.int32)).view(rgb.shape)
-    elif levels is not None:
-        index = (rgb.to(dtype) * levels).round_().to(torch.int32)
-        linear = _mean_table(levels, rgb.device, dtype).index_select(0, index.reshape(-1))
-        linear = linear.view(rgb.shape)
     else:
         linear = _linearise(rgb.to(dtype))
-    # one (N, 3) x (3, 3) product rather than numpy's loop over every leading index
+    return _linear_to_lab(linear, m)
+
+
+def srgb_to_lab_quantised(rgb: torch.Tensor, levels: int, dtype: torch.dtype = torch.float32
+                          ) -> torch.Tensor:
+    """Float sRGB (..., 3) in [0, 255] -> CIELAB, each value first ROUNDED to the nearest
+    multiple of 1 / ``levels``, then converted through a table of the 255 * levels + 1
+    values that leaves. For means of ``levels`` uint8 pixels (the colour backend's grid
+    cells) this changes nothing, since they are such multiples up to float rounding, and
+    gives ``srgb_to_lab``'s values exactly; any other value moves by up to 1 / (2 levels)."""
+    index = (rgb.to(dtype) * levels).round_().to(torch.int32)
+    linear = _mean_table(levels, rgb.device, dtype).index_select(0, index.reshape(-1))
+    return _linear_to_lab(linear.view(rgb.shape), _device_tables(rgb.device, dtype)[1])
+
+
+def _linear_to_lab(linear: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    # one (N, 3) x (3, 3) product rather than a loop over every leading index
     return xyzn_to_lab(matmul(linear.reshape(-1, 3), m).view(linear.shape))
 
 

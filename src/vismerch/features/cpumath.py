@@ -4,11 +4,11 @@ The backend multiplies many pixels by small matrices (RGB by a 3x3 colour matrix
 three luma weights, Lab samples by five k-means centres, 128-cell grids by 32x128
 resampling weights) and raises every cell of its grids to the sRGB gamma and to the
 CIELAB cube root. torch's CPU wheels run such products through MKL, which on AMD
-processors is several times slower for these skinny shapes than the OpenBLAS numpy ships,
-and its float32 ``pow`` is two to eight times slower than numpy's ``power`` and ``cbrt``
-(``benchmarks/ingest.py`` prints both, ``cpumath_ms``). numpy's values agree with torch's
-within float rounding. GPU tensors, tensors that need gradients and other dtypes than
-float32 and float64 keep torch's own operations.
+processors is slow for these skinny shapes next to the OpenBLAS numpy ships, and its
+float32 ``pow`` is slower than numpy's ``power`` and ``cbrt`` (``benchmarks/ingest.py``
+prints both, ``cpumath_ms``). numpy's values agree with torch's within float rounding.
+GPU tensors, tensors that need gradients and other dtypes than float32 and float64 keep
+torch's own operations.
 """
 
 from __future__ import annotations

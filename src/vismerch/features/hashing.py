@@ -20,6 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from vismerch.features import kernels
 from vismerch.features.cpumath import matmul
 
 HASH_SIZE = 8
@@ -33,11 +34,8 @@ def _shrink(grey: torch.Tensor) -> torch.Tensor:
     b, h, w = grey.shape
     if h == w == HASH_INPUT:
         return grey
-    if h == w == 2 * HASH_INPUT:  # the colour backend's 64x64 grid
-        # ((a + b) + (c + d)) / 4 over four strided views: the sums, in the order, that
-        # ``mean(dim=(2, 4))`` below adds them in (the same bits), ten times faster
-        g = grey.reshape(b, HASH_INPUT, 2, HASH_INPUT, 2)
-        return ((g[:, :, 0, :, 0] + g[:, :, 0, :, 1]) + (g[:, :, 1, :, 0] + g[:, :, 1, :, 1])) / 4
+    if h == w == 2 * HASH_INPUT:  # 2x2 cells: the mean below, bit for bit, without its reduction
+        return kernels.mean_2x2(grey)
     if h % HASH_INPUT == 0 and w % HASH_INPUT == 0:
         kh, kw = h // HASH_INPUT, w // HASH_INPUT
         return grey.reshape(b, HASH_INPUT, kh, HASH_INPUT, kw).mean(dim=(2, 4))
@@ -64,9 +62,7 @@ _LUMA_WEIGHTS = np.array(LUMA, np.float32)
 def luma(images: torch.Tensor) -> torch.Tensor:
     """uint8/float (B, H, W, 3) RGB -> float32 (B, H, W) luma in [0, 255]."""
     if images.dtype == torch.uint8 and images.device.type == "cpu":
-        # numpy turns the uint8 pixels into float32 in small buffers on their way into the
-        # same float32 product: the same values, without a float copy of every image
-        return torch.from_numpy(np.matmul(images.numpy(), _LUMA_WEIGHTS))
+        return kernels.weigh_channels(images, _LUMA_WEIGHTS)
     x = images.to(torch.float32)
     return matmul(x, torch.tensor(LUMA, dtype=torch.float32, device=x.device))
 
