@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from vismerch import rules as rules_mod
 from vismerch.catalog.store import utc_timestamp
 from vismerch.config import setting as _setting
 from vismerch.errors import UsageError
 from vismerch.features.base import list_backends
 from vismerch.merch import collections as colls
-from vismerch.merch import rules as rules_mod
 from vismerch.merch.arrange import Arrangement, ArrangeOptions, Products, arrange
 from vismerch.merch.scoring import score_products
 
