@@ -230,6 +230,24 @@ class _Tally:
         self.accounted += n_items
 
 
+@dataclass(frozen=True)
+class IngestOptions:
+    """How ``ingest`` runs, besides what and with which backends and settings.
+
+    ``workers``/``device`` override those settings; ``distributor``: one to use (and not
+    close) instead of the one the settings name; ``progress``: a progress bar; ``derive``:
+    rebuild derived data after the run; ``on_progress(run_id, done, total)`` is called once
+    planning is done and after every committed task (``done`` counts products accounted
+    for: skipped, refused or processed)."""
+
+    workers: int | None = None
+    device: str | None = None
+    distributor: Any = None
+    progress: bool = True
+    derive: bool = True
+    on_progress: Callable[[int, int, int], None] | None = None
+
+
 def ingest(
     source: str | os.PathLike,
     store_path: str | os.PathLike,
@@ -237,22 +255,16 @@ def ingest(
     backends: list[str] | tuple[str, ...] = ("colour",),
     backend_options: dict[str, dict[str, Any]] | None = None,
     settings: Settings | None = None,
-    workers: int | None = None,
-    device: str | None = None,
-    distributor: Any = None,
-    progress: bool = True,
-    derive: bool = True,
-    on_progress: Callable[[int, int, int], None] | None = None,
+    **options: Any,
 ) -> IngestSummary:
-    """Ingest a folder or manifest into a store; returns the run's summary.
-
-    ``on_progress(run_id, done, total)`` is called once planning is done and after every
-    committed task (``done`` counts products accounted for: skipped, refused or processed).
+    """Ingest a folder or manifest into a store; returns the run's summary. ``options``:
+    the fields of ``IngestOptions``.
 
     Raises JobFailed when the source has images but none could be ingested.
     """
+    opts = IngestOptions(**options)
     settings = settings or load_settings()
-    overrides = {"workers": workers, "device": device}
+    overrides = {"workers": opts.workers, "device": opts.device}
     settings = settings.replace(**{k: v for k, v in overrides.items() if v is not None})
     n_workers = check_settings(settings)
     started = time.perf_counter()
@@ -265,8 +277,8 @@ def ingest(
             locked.enter_context(writer_lock(store_path))
         records = read_source(source, max_id_chars=settings.manifest_max_id_chars,
                               max_text_chars=settings.manifest_max_text_chars)
-        run = _Run(source, records, settings, n_workers, specs, distributor, progress, derive,
-                   started, on_progress)
+        run = _Run(source, records, settings, n_workers, specs, opts.distributor, opts.progress,
+                   opts.derive, started, opts.on_progress)
         store = Store.open(store_path, create=True)  # only now: a bad manifest makes no store
         try:
             if not existing:  # a new store: nobody else can know it yet
@@ -357,7 +369,7 @@ def _run_tasks(store: Store, run: _Run, run_id: int, plan: Any, tally: _Tally,
     spec = IngestSpec(
         store_path=str(store.path.resolve()),
         backends=run.specs,
-        settings=tuple(sorted(run.settings.as_dict().items())),
+        settings=run.settings,
         device=run.settings.device,
         run_id=run_id,
     )
