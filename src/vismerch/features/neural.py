@@ -33,7 +33,7 @@ from vismerch.accel.precision import (
     prepare_module,
     running,
 )
-from vismerch.config import setting
+from vismerch.config import Settings, setting
 from vismerch.errors import UsageError, VismerchError
 from vismerch.features.base import FeatureBatch, folder_digest
 from vismerch.features.neural_load import (
@@ -227,7 +227,8 @@ class BuildOptions:
     calibration: torch.Tensor | None = None
 
 
-def build_backend(kind: str, settings: Any = None, device: str = "cpu", **options: Any) -> NeuralBackend:
+def build_backend(kind: str, settings: Settings | None = None, device: str = "cpu",
+                  **options: Any) -> NeuralBackend:
     """Load the model for ``kind`` (clip | siglip | openclip), choose and verify the precision;
     ``options`` are the fields of ``BuildOptions``."""
     opts = BuildOptions(**options)
