@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from vismerch.config import Settings
 from vismerch.errors import VismerchError
 from vismerch.registry import Registry
 
@@ -88,7 +89,7 @@ class BackendInfo:
     check: Callable[[str, str | None, str | None], None] | None = None
     query_encoder: Callable[[dict[str, Any], str], Any] | None = None
 
-    def create(self, settings=None, device: str = "cpu", **options) -> FeatureBackend:
+    def create(self, settings: Settings | None = None, device: str = "cpu", **options: Any) -> FeatureBackend:
         return self.factory(settings=settings, device=device, **options)
 
 
@@ -145,7 +146,7 @@ def _register_builtins() -> None:
     from_fingerprint = _lazy("vismerch.features.neural:backend_from_fingerprint")
 
     def neural(kind: str):
-        def factory(settings=None, device: str = "cpu", **options):
+        def factory(settings: Settings | None = None, device: str = "cpu", **options: Any):
             return build(kind, settings=settings, device=device, **options)
 
         return factory
@@ -168,7 +169,8 @@ def _register_builtins() -> None:
 _register_builtins()
 
 
-def create_backend(name: str, settings=None, device: str = "cpu", **options) -> FeatureBackend:
+def create_backend(name: str, settings: Settings | None = None, device: str = "cpu",
+                   **options: Any) -> FeatureBackend:
     """Build a backend by registered name; unknown names raise with the known list."""
     return backend_info(name).create(settings=settings, device=device, **options)
 
