@@ -161,16 +161,31 @@ def _coerce(setting: Setting, value: Any, origin: str) -> Any:
 
 
 class Settings:
-    """Resolved settings; attribute access (``settings.max_pixels``)."""
+    """Resolved settings; attribute access (``settings.max_pixels``).
+
+    Immutable by use (``replace`` makes new ones), equal and hashable by value, and pickled
+    as their values: workers receive the driver's settings as they are, never re-resolved
+    (no TOML or environment read again in a worker)."""
 
     def __init__(self, values: dict[str, Any]):
         self._values = dict(values)
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_values":  # pickle's probes; unpickling before init
+            raise AttributeError(name)
         try:
             return self._values[name]
         except KeyError:
             raise AttributeError(name) from None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Settings, (self._values,))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Settings) and self._values == other._values
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._values.items())))
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self._values)

@@ -388,7 +388,7 @@ def test_the_driver_fsyncs_every_shard_and_pack_before_its_commit_names_it(folde
     """Workers write shards and thumbnail packs without waiting on the disk; the driver
     fsyncs each one before the transaction that names it (so a committed row never points
     at bytes a power cut could lose)."""
-    import vismerch.pipeline.ingest as ingest_module
+    import vismerch.pipeline.commit as commit_module
     from vismerch.catalog.shards import sync_file
     from vismerch.config import load_settings
 
@@ -402,7 +402,7 @@ def test_the_driver_fsyncs_every_shard_and_pack_before_its_commit_names_it(folde
         synced.append(path.relative_to(tmp_path / "store").as_posix())
         sync_file(path)
 
-    monkeypatch.setattr(ingest_module, "sync_file", recording_sync)
+    monkeypatch.setattr(commit_module, "sync_file", recording_sync)
     ingest(root / "good", tmp_path / "store", settings=load_settings().replace(task_size=6),
            workers=1, progress=False)
     with Store.open(tmp_path / "store") as store:

@@ -18,14 +18,13 @@ from vismerch.errors import UsageError, VismerchError
 from vismerch.features.base import FeatureBackend, create_backend
 from vismerch.features.neural import (
     Preprocess,
-    _image_processor_config,
-    _split_ref,
     backend_from_fingerprint,
     build_backend,
     calibration_images,
     folder_digest,
     vit_flops,
 )
+from vismerch.features.neural_load import _image_processor_config, _split_ref
 from vismerch.imaging.gpu_decode import (
     DevicePrefetcher,
     gpu_decode_eligible,

@@ -8,7 +8,7 @@ import pytest
 
 from vismerch.indexes.palette import PaletteIndex
 from vismerch.indexes.vector import Tuning, VectorIndex
-from vismerch.merch.search import search_by_colour
+from vismerch.merch.search import Palettes, search_by_colour
 
 
 def made_up_palettes(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -34,7 +34,7 @@ def test_palette_index_matches_scoring_every_palette(k, min_score):
     index = PaletteIndex.build(np.arange(len(lab)), lab, weight)
     for query in QUERIES:
         rows, scores = index.search(np.array(query), k, sigma=10.0, min_score=min_score)
-        full = search_by_colour(ids, lab, weight, np.array(query), k, min_score=min_score)
+        full = search_by_colour(Palettes(ids, lab, weight), np.array(query), k, min_score=min_score)
         assert [ids[r] for r in rows] == [pid for pid, _ in full], query
         np.testing.assert_allclose(scores, [s for _, s in full], atol=1e-6)
 
@@ -54,7 +54,7 @@ def test_palette_index_filter_and_row_names():
     allowed[rows[::3]] = True
     got, _ = index.search(np.array(QUERIES[1]), 20, allowed, sigma=10.0, min_score=1e-3)
     ids = [f"p{i:05d}" for i in range(len(lab))]
-    full = search_by_colour(ids, lab, weight, np.array(QUERIES[1]), 20,
+    full = search_by_colour(Palettes(ids, lab, weight), np.array(QUERIES[1]), 20,
                             allowed_mask=np.arange(len(lab)) % 3 == 0)
     assert got.tolist() == [rows[int(pid[1:])] for pid, _ in full]
 

@@ -8,7 +8,7 @@ import pytest
 from vismerch.errors import UsageError
 from vismerch.features.colourspace import hex_to_lab
 from vismerch.indexes.vector import VectorIndex
-from vismerch.merch.search import colour_scores, reciprocal_rank_fusion, search_by_colour
+from vismerch.merch.search import Palettes, colour_scores, reciprocal_rank_fusion, search_by_colour
 from vismerch.merch.similar import category_mask, in_stock_mask, similar_items
 
 
@@ -93,11 +93,11 @@ def _palettes():
 
 def test_colour_search_ranks_navy_above_red():
     ids, lab, w = _palettes()
-    got = search_by_colour(ids, lab, w, NAVY, k=5)
+    got = search_by_colour(Palettes(ids, lab, w), NAVY, k=5)
     # royal blue is 28 CIEDE2000 units from navy: a different colour, below min_score
     assert [i for i, _ in got] == ["navy-dress", "navy-trim"]
     assert got[0][1] == pytest.approx(0.85, abs=0.01) and got[1][1] == pytest.approx(0.2, abs=0.01)
-    red = search_by_colour(ids, lab, w, RED, k=2)
+    red = search_by_colour(Palettes(ids, lab, w), RED, k=2)
     assert [i for i, _ in red] == ["red-dress", "navy-trim"]
     scores = colour_scores(lab, w, NAVY)
     assert scores[1] > scores[2] > scores[3] > scores[0] and scores[4] == 0.0
@@ -106,10 +106,10 @@ def test_colour_search_ranks_navy_above_red():
 def test_colour_search_filter_and_empty():
     ids, lab, w = _palettes()
     mask = np.array([True, False, True, True, True])
-    assert search_by_colour(ids, lab, w, NAVY, k=1, allowed_mask=mask)[0][0] == "navy-trim"
-    assert search_by_colour([], np.zeros((0, 5, 3)), np.zeros((0, 5)), NAVY, k=3) == []
+    assert search_by_colour(Palettes(ids, lab, w), NAVY, k=1, allowed_mask=mask)[0][0] == "navy-trim"
+    assert search_by_colour(Palettes([], np.zeros((0, 5, 3)), np.zeros((0, 5))), NAVY, k=3) == []
     with pytest.raises(UsageError):
-        search_by_colour(ids, lab[:, :, :2], w, NAVY, k=3)
+        search_by_colour(Palettes(ids, lab[:, :, :2], w), NAVY, k=3)
 
 
 def test_reciprocal_rank_fusion_by_hand():

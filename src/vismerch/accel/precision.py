@@ -261,6 +261,66 @@ class PrecisionChoice(Generic[T]):
         return f"{self.requested} -> {self.precision} ({', '.join(parts)})"
 
 
+@dataclass
+class _Guard(Generic[T]):
+    """One run of the guard: candidates built and compared with the fp32 reference, every
+    step recorded (the choices share the list)."""
+
+    requested: str
+    prepare: Callable[[str], T]
+    embed: Callable[[T], torch.Tensor]
+    reference: torch.Tensor | None
+    min_cosine: float
+    level: int  # how loudly a precision that cannot run is reported
+    steps: list[PrecisionStep] = field(default_factory=list)
+
+    def fp32(self) -> PrecisionChoice[T]:
+        candidate = self.prepare("fp32")
+        self.steps.append(PrecisionStep("fp32", True, 1.0, "reference"))
+        return PrecisionChoice(self.requested, "fp32", candidate, 1.0, self.min_cosine, self.steps)
+
+    def check(self, precision: str) -> PrecisionChoice[T] | None:
+        """The choice of ``precision`` when it runs here and passes the guard, else None."""
+        try:
+            candidate = self.prepare(precision)
+        except PrecisionUnavailable as exc:
+            self.steps.append(PrecisionStep(precision, False, None, str(exc)))
+            log.log(self.level, "precision %s unavailable, stepping down: %s", precision, exc)
+            return None
+        if self.reference is None:
+            self.reference = self.embed(self.prepare("fp32"))
+        try:
+            cosine = mean_cosine(self.embed(candidate), self.reference)
+        except (RuntimeError, NotImplementedError, TypeError) as exc:  # kernel missing at run time
+            reason = f"{precision} failed on the calibration batch: {exc}"
+            self.steps.append(PrecisionStep(precision, False, None, reason))
+            log.warning("precision %s, stepping down", reason)
+            return None
+        if cosine >= self.min_cosine and cosine == cosine:  # NaN never passes
+            self.steps.append(PrecisionStep(precision, True, cosine, "passed the guard"))
+            log.info("precision %s: mean cosine %.5f >= %.4f", precision, cosine, self.min_cosine)
+            return PrecisionChoice(self.requested, precision, candidate, cosine, self.min_cosine,
+                                   self.steps)
+        reason = f"mean cosine {cosine:.5f} vs fp32 is below {self.min_cosine}"
+        self.steps.append(PrecisionStep(precision, False, cosine, reason))
+        log.warning("precision %s failed the guard (%s), stepping down", precision, reason)
+        return None
+
+
+def _faster(held: tuple[PrecisionChoice[T], float], other: tuple[PrecisionChoice[T], float],
+            steps: list[PrecisionStep]) -> PrecisionChoice[T]:
+    """Of two passing precisions with their calibration times, the faster (the slower's
+    step says why it lost)."""
+    faster, slower = (held, other) if held[1] <= other[1] else (other, held)
+    loser = slower[0].precision
+    why = (f"slower than {faster[0].precision} here ({slower[1] * 1e3:.1f} vs "
+           f"{faster[1] * 1e3:.1f} ms per calibration batch)")
+    steps.append(PrecisionStep(loser, False, slower[0].cosine, why))
+    log.info("precision %s is slower than %s on this device, using %s", loser,
+             faster[0].precision, faster[0].precision)
+    return faster[0]
+
+
 def choose_precision(
     requested: str,
     info: DeviceInfo,
@@ -287,54 +347,24 @@ def choose_precision(
     start = auto_precision(info) if requested == "auto" else requested
     # an explicit request that fails is worth a warning; auto stepping down is routine
     level = logging.INFO if requested == "auto" else logging.WARNING
-    steps: list[PrecisionStep] = []
+    guard = _Guard(requested, prepare, embed, reference, min_cosine, level)
     timed = seconds if requested == "auto" else None
     held: tuple[PrecisionChoice[T], float] | None = None  # passed, waiting for the level below
     for precision in ladder(start):
-        if precision == "fp32":
-            if held is not None:  # fp32 is never faster than a passing low precision
-                return held[0]
-            candidate = prepare("fp32")
-            steps.append(PrecisionStep("fp32", True, 1.0, "reference"))
-            return PrecisionChoice(requested, "fp32", candidate, 1.0, min_cosine, steps)
-        try:
-            candidate = prepare(precision)
-        except PrecisionUnavailable as exc:
-            steps.append(PrecisionStep(precision, False, None, str(exc)))
-            log.log(level, "precision %s unavailable, stepping down: %s", precision, exc)
+        if precision == "fp32":  # fp32 is never faster than a passing low precision
+            return held[0] if held is not None else guard.fp32()
+        choice = guard.check(precision)
+        if choice is None:
             continue
-        if reference is None:
-            reference = embed(prepare("fp32"))
-        try:
-            cosine = mean_cosine(embed(candidate), reference)
-        except (RuntimeError, NotImplementedError, TypeError) as exc:  # kernel missing at run time
-            reason = f"{precision} failed on the calibration batch: {exc}"
-            steps.append(PrecisionStep(precision, False, None, reason))
-            log.warning("precision %s, stepping down", reason)
+        if timed is None:
+            return choice
+        if held is None and STEP_DOWN.get(precision, "fp32") == "fp32":
+            return choice  # only fp32 below: nothing to race against
+        took = timed(choice.candidate)
+        if held is None:
+            held = (choice, took)
             continue
-        if cosine >= min_cosine and cosine == cosine:  # NaN never passes
-            steps.append(PrecisionStep(precision, True, cosine, "passed the guard"))
-            log.info("precision %s: mean cosine %.5f >= %.4f", precision, cosine, min_cosine)
-            choice = PrecisionChoice(requested, precision, candidate, cosine, min_cosine, steps)
-            if timed is None:
-                return choice
-            if held is None and STEP_DOWN.get(precision, "fp32") == "fp32":
-                return choice  # only fp32 below: nothing to race against
-            took = timed(candidate)
-            if held is None:
-                held = (choice, took)
-                continue
-            faster, slower = (held, (choice, took)) if held[1] <= took else ((choice, took), held)
-            loser = slower[0].precision
-            why = (f"slower than {faster[0].precision} here ({slower[1] * 1e3:.1f} vs "
-                   f"{faster[1] * 1e3:.1f} ms per calibration batch)")
-            steps.append(PrecisionStep(loser, False, slower[0].cosine, why))
-            log.info("precision %s is slower than %s on this device, using %s", loser,
-                     faster[0].precision, faster[0].precision)
-            return faster[0]
-        reason = f"mean cosine {cosine:.5f} vs fp32 is below {min_cosine}"
-        steps.append(PrecisionStep(precision, False, cosine, reason))
-        log.warning("precision %s failed the guard (%s), stepping down", precision, reason)
+        return _faster(held, (choice, took), guard.steps)
     raise AssertionError("unreachable: the ladder always ends at fp32")
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,12 +25,21 @@ from typing import Any
 import numpy as np
 
 from vismerch.catalog.audit_context import record_pending
+from vismerch.catalog.dbfile import (
+    DB_NAME,
+    can_write,
+    check_database_file,
+    connect,
+    connect_read_only,
+    connected,
+    damaged,
+    track,
+)
 from vismerch.catalog.product import ProductFields
 from vismerch.catalog.schema import MIGRATIONS, SCHEMA_VERSION
 from vismerch.catalog.thumbs import Thumbnail, has_legacy, read_legacy, read_packed
 from vismerch.errors import StoreError
 
-DB_NAME = "store.sqlite"
 THUMB_FORMATS = {  # thumb_format setting -> (Pillow format, save options)
     # JPEG q80 4:2:0 (the default): ~0.2 ms per 256 px thumbnail, ~4.9 KB; WebP method 0
     # (libwebp's fastest): ~1.1 ms, ~3.7 KB. See docs/decisions/0010-jpeg-thumbnails.md.
@@ -114,13 +122,13 @@ class Store:
                     exit_code=2,
                 )
             path.mkdir(parents=True, exist_ok=True)
-        elif not _connected(db_path):
-            _check_database_file(db_path)
+        elif not connected(db_path):
+            check_database_file(db_path)
         elif db_path.stat().st_size == 0:
-            raise _damaged(db_path, "0 bytes: a new empty database would hide the lost catalog")
-        store = cls(path, _connect_read_only(db_path) if not create else _connect(db_path))
+            raise damaged(db_path, "0 bytes: a new empty database would hide the lost catalog")
+        store = cls(path, connect_read_only(db_path) if not create else connect(db_path))
         store._writable = create
-        store._opened = _track(db_path, +1)
+        store._opened = track(db_path, +1)
         if create:
             for sub in ("features", "index", "thumbs"):
                 (path / sub).mkdir(exist_ok=True)
@@ -133,7 +141,7 @@ class Store:
                     f"the disk holding {path} is full ({exc}); the store stays consistent: "
                     "the schema upgrade was rolled back", exit_code=2,
                     hint="free some space and run the same command again") from exc
-            raise _damaged(db_path, exc) from exc
+            raise damaged(db_path, exc) from exc
         return store
 
     def _make_writable(self) -> None:
@@ -141,18 +149,18 @@ class Store:
         if getattr(self, "_writable", True):
             return
         db_path = self.path / DB_NAME
-        if not _can_write(self.path):
+        if not can_write(self.path):
             raise StoreError(f"{self.path} is read-only: this command writes to the store",
                              hint="run it on a writable copy of the store", exit_code=2)
         self.db.close()
-        self.db = _connect(db_path)
+        self.db = connect(db_path)
         self._writable = True
 
     def close(self) -> None:
         self.db.close()
         opened, self._opened = getattr(self, "_opened", None), None
         if opened is not None:
-            _track(opened, -1)
+            track(opened, -1)
 
     def __enter__(self) -> Store:
         return self
@@ -168,7 +176,7 @@ class Store:
                 f"{self.path} has schema version {version}, newer than this vismerch ({SCHEMA_VERSION})",
                 hint="upgrade vismerch to open this store",
             )
-        if version < SCHEMA_VERSION and not _can_write(self.path):
+        if version < SCHEMA_VERSION and not can_write(self.path):
             raise StoreError(
                 f"{self.path} has schema version {version} and is read-only; this vismerch "
                 f"needs version {SCHEMA_VERSION}", exit_code=2,
@@ -398,105 +406,6 @@ class Store:
     def thumb_packs(self) -> set[str]:
         """Every pack a ``thumbs`` row names (the rest are orphans of a killed run)."""
         return {row[0] for row in self.db.execute("SELECT DISTINCT pack FROM thumbs")}
-
-
-def _can_write(path: Path) -> bool:
-    """False on a read-only mount or a directory this user may not write."""
-    try:
-        if os.statvfs(path).f_flag & os.ST_RDONLY:
-            return False
-    except OSError:
-        return False
-    return os.access(path, os.W_OK) and os.access(path / DB_NAME, os.W_OK)
-
-
-def _connect(db_path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(db_path, timeout=30.0, isolation_level=None, check_same_thread=False)
-    db.row_factory = sqlite3.Row
-    try:
-        db.execute("PRAGMA journal_mode=WAL")
-    except sqlite3.DatabaseError as exc:
-        db.close()
-        raise _damaged(db_path, exc) from exc
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("PRAGMA foreign_keys=ON")
-    return db
-
-
-def _connect_read_only(db_path: Path) -> sqlite3.Connection:
-    """``mode=ro``; where the WAL's shared-memory file cannot be made (a read-only mount or
-    directory) ``immutable=1``, which reads the file as it is."""
-    uri = db_path.resolve().as_uri()
-    mode = "?mode=ro" if _can_write(db_path.parent) else "?immutable=1"
-    db = sqlite3.connect(uri + mode, uri=True, timeout=30.0, isolation_level=None,
-                         check_same_thread=False)
-    db.row_factory = sqlite3.Row
-    return db
-
-
-_HEADER = b"SQLite format 3\x00"
-
-
-def _damaged(db_path: Path, why: object) -> StoreError:
-    return StoreError(
-        f"{db_path} is damaged ({why}); nothing was changed",
-        hint="restore store.sqlite from a backup, or move the store aside and ingest again "
-             "(docs/operating-a-store.md: repair)",
-        exit_code=2,
-    )
-
-
-# SQLite's locks are POSIX fcntl locks, which belong to the process and are all dropped
-# when the process closes *any* descriptor of the file. Reading the header with open()
-# while this process holds connections would therefore silently drop their locks; another
-# process (an ingest job) closing its last connection then checkpoints and deletes the WAL
-# under them ("disk I/O error"). So the raw header check runs only while this process has
-# no connection to the file: one that is open already passed it.
-_OPEN_FILES: dict[tuple[int, int], int] = {}
-_OPEN_LOCK = threading.Lock()
-
-
-def _file_key(db_path: Path) -> tuple[int, int]:
-    st = db_path.stat()
-    return st.st_dev, st.st_ino
-
-
-def _connected(db_path: Path) -> bool:
-    with _OPEN_LOCK:
-        return _OPEN_FILES.get(_file_key(db_path), 0) > 0
-
-
-def _track(key: Path | tuple[int, int], delta: int) -> tuple[int, int]:
-    """Count this process's open Stores per database file; returns the file's key."""
-    if isinstance(key, Path):
-        key = _file_key(key)
-    with _OPEN_LOCK:
-        count = _OPEN_FILES.get(key, 0) + delta
-        if count > 0:
-            _OPEN_FILES[key] = count
-        else:
-            _OPEN_FILES.pop(key, None)
-    return key
-
-
-def _check_database_file(db_path: Path) -> None:
-    """Refuse an empty, foreign or truncated store.sqlite before SQLite would treat it as a
-    new empty database or fail later with a raw DatabaseError."""
-    size = db_path.stat().st_size
-    if size == 0:
-        raise _damaged(db_path, "0 bytes: a new empty database would hide the lost catalog")
-    with open(db_path, "rb") as fh:
-        header = fh.read(100)
-    if len(header) < 100 or not header.startswith(_HEADER):
-        raise _damaged(db_path, "not an SQLite database")
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big")
-    valid = header[24:28] == header[92:96]  # SQLite trusts the in-header size only then
-    wal = db_path.with_name(db_path.name + "-wal")
-    pending = wal.exists() and wal.stat().st_size > 0  # pages not yet checkpointed live there
-    if valid and pages and pages * page_size > size and not pending:
-        raise _damaged(db_path, f"truncated: {size:,} bytes of {pages * page_size:,}")
 
 
 def _product(row: sqlite3.Row) -> Product:

@@ -14,6 +14,7 @@ than the top of the stack.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from vismerch.catalog.grids import write_grid
@@ -144,13 +145,24 @@ def _publish_row(con: Any, store: Store, collection: str, version: dict[str, Any
 # -- writes ------------------------------------------------------------------------------
 
 
-def insert_version(store: Store, collection: str, name: str, items: list[list[str]], *,
-                   params: dict[str, Any], summary: dict[str, Any], by: str | None = None,
+@dataclass(frozen=True)
+class NewVersion:
+    """A version to save: its ``name`` (unique per collection), order (``items``: [id, kind]
+    per slot), the arrangement's ``params`` and ``summary``."""
+
+    name: str
+    items: list[list[str]]
+    params: dict[str, Any]
+    summary: dict[str, Any]
+
+
+def insert_version(store: Store, collection: str, version: NewVersion, *, by: str | None = None,
                    publish: bool = False, expect_state: int | None = None) -> dict[str, Any]:
-    """Save ``items`` under ``name`` (unique per collection); with ``publish``, publish it in
-    the same transaction (a kill leaves both or neither). Saving with ``publish`` again under
-    the name of a never-published version with the same order finishes an interrupted
-    save-and-publish instead of failing on the name. Returns ``{id, published_state}``."""
+    """Save ``version``; with ``publish``, publish it in the same transaction (a kill leaves
+    both or neither). Saving with ``publish`` again under the name of a never-published
+    version with the same order finishes an interrupted save-and-publish instead of failing
+    on the name. Returns ``{id, published_state}``."""
+    name, items, params, summary = version.name, version.items, version.params, version.summary
     with store.transaction() as con:
         existing = con.execute("SELECT id, items FROM arrangement_versions WHERE collection = ? "
                                "AND name = ?", (collection, name)).fetchone()

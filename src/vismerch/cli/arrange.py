@@ -84,6 +84,14 @@ def collections_cmd(
               f"created [bold]{_safe(made.id)}[/] ({made.kind}"
               + (f", in {_safe(made.parent)}" if made.parent else "") + f"): {made.size} products")
         return
+    _other_collection_action(ws, from_column, delete, members, refresh, json_out)
+
+
+def _other_collection_action(ws, from_column: str | None, delete: str | None, members: str | None,
+                             refresh: bool, json_out: bool) -> None:
+    """``vismerch collections`` without --create: add from a column, delete, members, list."""
+    from vismerch.service import collections as service
+
     if from_column:
         out = service.add_column(ws, from_column)
         _done(out.model_dump(), json_out,
@@ -114,50 +122,48 @@ def collections_cmd(
 # ---------------------------------------------------------------- arrange
 
 
+ColumnsSetOpt = Annotated[str | None, typer.Option(
+    "--columns-set", help="Other widths to optimise at once, e.g. 2,3,4,5 (mobile to desktop).")]
+ModeOpt = Annotated[str, typer.Option(
+    "--mode", help=
+        "mix (spread colours), flow (colour blocks and gradients) or plain (rules and score "
+        "only).")]
+WeightsOpt = Annotated[str | None, typer.Option(
+    "--weights", help="Score blend, e.g. sales=0.5,revenue=0.3,newness=0.2.")]
+LookalikeBackendOpt = Annotated[str | None, typer.Option(
+    "--backend", help="Vectors for look-alikes (default: a neural backend if ingested, else colour).")]
+QualityGateOpt = Annotated[bool, typer.Option(
+    "--quality-gate/--no-quality-gate", help=
+        "Keep products with quality flags below the first screen unless pinned.")]
+DuplicatesOpt = Annotated[str, typer.Option(
+    "--duplicates", help=
+        "Near-duplicates: space (apart), collapse (show the representative only) or off.")]
+AtOpt = Annotated[str | None, typer.Option(
+    "--at", help=
+        "Apply the rules as they will be (or were) active then, e.g. 2026-12-10 (default: now).")]
+PreviewOpt = Annotated[Path | None, typer.Option("--preview", help="Write a PNG mosaic of the first rows.")]
+HtmlOpt = Annotated[Path | None, typer.Option("--html", help="Write an HTML page with a width switcher.")]
+SaveOpt = Annotated[str | None, typer.Option(
+    "--save", help="Save the arrangement as a version with this name.")]
+PublishOpt = Annotated[bool, typer.Option("--publish", help="With --save: publish that version.")]
+FullOpt = Annotated[bool, typer.Option(
+    "--full", help="With --json: the whole report (breakpoints, conflicts, business), not only the slots.")]
+
+
 def arrange_cmd(
     store: StoreArg,
     collection: Annotated[str, typer.Option("--collection", "-c", help="Collection to arrange.")],
     columns: Annotated[int, typer.Option("--columns", help="Grid columns of the main layout.")] = 4,
-    columns_set: Annotated[str | None, typer.Option(
-        "--columns-set", help=
-            "Other widths to optimise at once, e.g. 2,3,4,5 (mobile to desktop).")] = None,
-    mode: Annotated[str, typer.Option(
-        "--mode", help=
-            "mix (spread colours), flow (colour blocks and gradients) or plain (rules and score "
-            "only).")] = "mix",
-    weights: Annotated[str | None, typer.Option(
-        "--weights", help="Score blend, e.g. sales=0.5,revenue=0.3,newness=0.2.")] = None,
-    backend: Annotated[str | None, typer.Option(
-        "--backend", help=
-            "Vectors for look-alikes (default: a neural backend if ingested, else colour).")] = None,
-    quality_gate: Annotated[bool, typer.Option(
-        "--quality-gate/--no-quality-gate", help=
-            "Keep products with quality flags below the first screen unless pinned.")] = True,
-    duplicates: Annotated[str, typer.Option(
-        "--duplicates", help=
-            "Near-duplicates: space (apart), collapse (show the representative only) or off.")] = "space",
-    at: Annotated[str | None, typer.Option(
-        "--at", help=
-            "Apply the rules as they will be (or were) active then, e.g. 2026-12-10 "
-            "(default: now).")] = None,
-    preview: Annotated[Path | None, typer.Option(
-        "--preview", help="Write a PNG mosaic of the first rows.")] = None,
-    html_out: Annotated[Path | None, typer.Option(
-        "--html", help="Write an HTML page with a width switcher.")] = None,
+    columns_set: ColumnsSetOpt = None, mode: ModeOpt = "mix", weights: WeightsOpt = None,
+    backend: LookalikeBackendOpt = None, quality_gate: QualityGateOpt = True,
+    duplicates: DuplicatesOpt = "space", at: AtOpt = None,
+    preview: PreviewOpt = None, html_out: HtmlOpt = None,
     rows: Annotated[int, typer.Option("--rows", help="Rows in the PNG preview.")] = 3,
-    save: Annotated[str | None, typer.Option(
-        "--save", help="Save the arrangement as a version with this name.")] = None,
-    publish_it: Annotated[bool, typer.Option(
-        "--publish", help="With --save: publish that version.")] = False,
-    full: Annotated[bool, typer.Option(
-        "--full", help=
-            "With --json: the whole report (breakpoints, conflicts, business), not only the slots.")] = False,
-    limit: Annotated[int, typer.Option(
-        "--limit", help="Slots shown in the table (JSON lists all).")] = 24,
+    save: SaveOpt = None, publish_it: PublishOpt = False, full: FullOpt = False,
+    limit: Annotated[int, typer.Option("--limit", help="Slots shown in the table (JSON lists all).")] = 24,
     json_out: JsonOpt = False,
 ) -> None:
     """Arrange a collection for a grid: business first, no look-alike neighbours, explained."""
-    from vismerch.merch.preview import html_page, lookalike_pairs, mosaic
     from vismerch.merch.rules import parse_stamp
     from vismerch.service import arrangements
 
@@ -180,15 +186,7 @@ def arrange_cmd(
         saved = versions.save_order(ws, collection, save, result,
                                     publish=publish_it).model_dump(exclude={"items", "ids"})
     if preview or html_out:
-        tau = float(arr.params["lookalike_cosine"])
-        vectors = result.vectors(arr.ids)
-        if preview:
-            mosaic(st, arr.ids, columns, rows, title=f"{collection} · {mode} · {columns} columns",
-                   lookalikes=lookalike_pairs(vectors, columns, tau, columns * rows)).save(preview)
-        if html_out:
-            Path(html_out).write_text(html_page(st, result.slots(), list(arr.params["columns"]),
-                                                title=f"{collection} ({mode})", vectors=vectors,
-                                                threshold=tau))
+        _write_previews(st, result, collection, mode, (columns, rows), (preview, html_out))
     if json_out:
         if full:
             _print_json({**result.as_dict(), "saved": saved, "rules_applied": result.applied})
@@ -196,6 +194,35 @@ def arrange_cmd(
             _print_json([{"position": s.position, "id": s.id, "reason": s.reason, "kind": s.kind,
                           "score": round(s.score, 6)} for s in arr.slots])
         return
+    _print_arrangement(result, collection, mode, limit)
+    if saved:
+        _say(f"saved version [bold]{_safe(save)}[/]" + (" and published it" if publish_it else ""))
+    for path in (preview, html_out):
+        if path:
+            _say(f"wrote {_safe(path)}")
+
+
+def _write_previews(st, result, collection: str, mode: str, grid: tuple[int, int],
+                    paths: tuple[Path | None, Path | None]) -> None:
+    """The PNG mosaic of the first ``grid`` (columns, rows) and the HTML page, at ``paths``
+    (preview, html) where given."""
+    from vismerch.merch.preview import Lookalikes, html_page, lookalike_pairs, mosaic
+
+    arr, (columns, rows), (preview, html_out) = result.arrangement, grid, paths
+    tau = float(arr.params["lookalike_cosine"])
+    vectors = result.vectors(arr.ids)
+    if preview:
+        mosaic(st, arr.ids, columns, rows, title=f"{collection} · {mode} · {columns} columns",
+               lookalikes=lookalike_pairs(vectors, columns, tau, columns * rows)).save(preview)
+    if html_out:
+        Path(html_out).write_text(html_page(st, result.slots(), list(arr.params["columns"]),
+                                            title=f"{collection} ({mode})",
+                                            lookalikes=Lookalikes(vectors, tau)))
+
+
+def _print_arrangement(result, collection: str, mode: str, limit: int) -> None:
+    """The slots, the business and look-alike figures, and what the rules did."""
+    arr = result.arrangement
     _table(f"{collection}: {len(arr.ids)} products, {mode}, widths {arr.params['columns']}",
            ["pos", "id", "kind", "reason"],
            [[s.position, s.id, s.kind, s.reason] for s in arr.slots[:limit]])
@@ -217,11 +244,6 @@ def arrange_cmd(
     for e in result.events:
         _say(f"[cyan]{e['kind']}[/] rule #{e['rule']}: {_safe(e['product'])}"
              + (f" -> {_safe(e['substitute'])}" if e.get("substitute") else ""))
-    if saved:
-        _say(f"saved version [bold]{_safe(save)}[/]" + (" and published it" if publish_it else ""))
-    for path in (preview, html_out):
-        if path:
-            _say(f"wrote {_safe(path)}")
 
 
 # ---------------------------------------------------------------- rules

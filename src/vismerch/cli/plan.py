@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -53,7 +56,7 @@ def plan(
                                      "against the model instead of planning."),
     catalog_only: bool = typer.Option(False, "--catalog", help="Print the GPU catalog with sources."),
 ) -> None:
-    try:
+    with _reported():
         from vismerch.cli.context import command_settings
         from vismerch.plan.assumptions import Assumptions, parse_overrides
         from vismerch.plan.hardware import Catalog
@@ -74,8 +77,18 @@ def plan(
             cal = load_calibration(calibrate, catalog, a) if calibrate else None
             _print_claims(check_claims(catalog, a, cal), as_json)
         else:
-            _plan(workload, model, images, epochs, vectors, dim, queries, deadline, gpus,
-                  precision, as_json, plots, calibrate, a, catalog, whole_nodes)
+            gpu_list = [g for g in (gpus or "").split(",") if g.strip()] or None
+            request = {"model": model, "images": images, "epochs": epochs, "vectors": vectors,
+                       "dim": dim, "queries": queries, "deadline": deadline, "gpus": gpu_list,
+                       "precision": precision, "whole_nodes": whole_nodes}
+            _plan(workload.lower(), request, (as_json, plots), calibrate, (a, catalog))
+
+
+@contextlib.contextmanager
+def _reported() -> Iterator[None]:
+    """A VismerchError as ``error:`` and ``hint:`` lines and its exit code."""
+    try:
+        yield
     except VismerchError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         if exc.hint:
@@ -85,18 +98,16 @@ def plan(
         raise SystemExit(exc.exit_code) from None
 
 
-def _plan(workload, model, images, epochs, vectors, dim, queries, deadline, gpus, precision,
-          as_json, plots, calibrate, a, catalog, whole_nodes) -> None:
+def _plan(workload: str, request: dict[str, Any], output: tuple[bool, Path | None],
+          calibrate: list[Path] | None, model: tuple[Any, Any]) -> None:
+    """``make_plan(workload, **request)`` printed as JSON or tables (``output``: as_json,
+    plots folder), with the assumptions and catalog of ``model`` and any calibration."""
     from vismerch.plan.calibrate import load_calibration
     from vismerch.plan.planner import make_plan
 
+    (as_json, plots), (a, catalog) = output, model
     cal = load_calibration(calibrate, catalog, a) if calibrate else None
-    gpu_list = [g for g in (gpus or "").split(",") if g.strip()] or None
-    result = make_plan(
-        workload.lower(), model=model, images=images, epochs=epochs, vectors=vectors, dim=dim,
-        queries=queries, deadline=deadline, gpus=gpu_list, precision=precision, assumptions=a,
-        catalog=catalog, calibration=cal, whole_nodes=whole_nodes,
-    )
+    result = make_plan(workload, assumptions=a, catalog=catalog, calibration=cal, **request)
     written = []
     if plots is not None:
         from vismerch.plan.plots import write_plots

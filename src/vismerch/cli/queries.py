@@ -157,10 +157,10 @@ def preview(store: StoreArg, query: Annotated[str, typer.Argument(help="The text
             at: Annotated[str | None, typer.Option("--at", help="Rules in force then (default now).")] = None,
             json_out: JsonOpt = False) -> None:
     """The search without and with query rules and synonyms, side by side."""
-    from vismerch.service import query_rules
+    from vismerch.service.search import query_preview
 
     with _workspace(store) as ws:
-        both = query_rules.preview(ws, query, k=k, at=at)
+        both = query_preview(ws, query, k=k, at=at)
     before, after = both["before"], both["after"]
     if json_out:
         _print_json({"before": before.model_dump(), "after": after.model_dump()})

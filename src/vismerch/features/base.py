@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import json
 import logging
 import sys
@@ -21,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from vismerch.config import Settings
 from vismerch.errors import VismerchError
 from vismerch.registry import Registry
 
@@ -87,7 +89,7 @@ class BackendInfo:
     check: Callable[[str, str | None, str | None], None] | None = None
     query_encoder: Callable[[dict[str, Any], str], Any] | None = None
 
-    def create(self, settings=None, device: str = "cpu", **options) -> FeatureBackend:
+    def create(self, settings: Settings | None = None, device: str = "cpu", **options: Any) -> FeatureBackend:
         return self.factory(settings=settings, device=device, **options)
 
 
@@ -126,47 +128,49 @@ def has_capability(name: str, capability: str) -> bool:
     return name in list_backends(**{capability: True})
 
 
-def _register_builtins() -> None:
-    def colour(settings=None, device: str = "cpu", **options):
-        from vismerch.features.colour import ColourBackend
+def _lazy(target: str) -> Callable[..., Any]:
+    """``module:function``, imported on first call: the built-in backends import this module
+    (their base classes), so this module reaches them by name and never imports them."""
+    module, _, attr = target.partition(":")
 
-        return ColourBackend(device=device, settings=settings, **options)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), attr)(*args, **kwargs)
+
+    return call
+
+
+def _register_builtins() -> None:
+    colour = _lazy("vismerch.features.colour:ColourBackend")
+    build = _lazy("vismerch.features.neural:build_backend")
+    check_model = _lazy("vismerch.features.neural:check_model")
+    from_fingerprint = _lazy("vismerch.features.neural:backend_from_fingerprint")
 
     def neural(kind: str):
-        def factory(settings=None, device: str = "cpu", **options):
-            from vismerch.features.neural import build_backend
-
-            return build_backend(kind, settings=settings, device=device, **options)
+        def factory(settings: Settings | None = None, device: str = "cpu", **options: Any):
+            return build(kind, settings=settings, device=device, **options)
 
         return factory
 
     def check(kind: str, model: str | None, revision: str | None) -> None:
-        from vismerch.features.neural import check_model
-
         check_model(kind, model, revision)
 
-    def from_fingerprint(fingerprint: dict[str, Any], device: str):
-        from vismerch.features.neural import backend_from_fingerprint
-
-        return backend_from_fingerprint(fingerprint, device=device)
-
-    def text(settings=None, device: str = "cpu", **options):
-        from vismerch.features.text import TextBackend
-
-        return TextBackend(device=device, settings=settings, **options)
+    def query_encoder(fingerprint: dict[str, Any], device: str):
+        return from_fingerprint(fingerprint, device=device)
 
     BACKENDS.register("colour", BackendInfo("colour", colour, neural=False, rank=90))
     for rank, kind in enumerate(("siglip", "clip", "openclip"), start=1):
         BACKENDS.register(kind, BackendInfo(kind, neural(kind), text_tower=True, rank=10 * rank,
-                                            check=check, query_encoder=from_fingerprint))
+                                            check=check, query_encoder=query_encoder))
     # product titles' vectors for text search: not an image backend
-    BACKENDS.register("text", BackendInfo("text", text, visual=False, neural=False, rank=95))
+    BACKENDS.register("text", BackendInfo("text", _lazy("vismerch.features.text:TextBackend"),
+                                          visual=False, neural=False, rank=95))
 
 
 _register_builtins()
 
 
-def create_backend(name: str, settings=None, device: str = "cpu", **options) -> FeatureBackend:
+def create_backend(name: str, settings: Settings | None = None, device: str = "cpu",
+                   **options: Any) -> FeatureBackend:
     """Build a backend by registered name; unknown names raise with the known list."""
     return backend_info(name).create(settings=settings, device=device, **options)
 

@@ -44,7 +44,7 @@ import torch
 from vismerch.config import setting
 from vismerch.errors import UsageError
 from vismerch.features.colourspace import ciede2000, hex_to_lab, lab_to_hex, parse_hex
-from vismerch.features.describe import COLOUR_TABLE
+from vismerch.features.colourtable import COLOUR_TABLE
 
 MULTICOLOUR = "multicolour"
 SURFACE_MIN_CHROMA = 10.0  # CIELAB chroma under which a cluster is a grey (hue is noise)

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from vismerch.features.colourtable import COLOUR_TABLE
+
 # Bump when the naming or flag rules change in code (not for threshold changes: those
 # are in the key already).
 # 2: no over-exposure verdict on a product under 1% of the frame; 3: under 2%, and no size
@@ -23,7 +25,6 @@ import numpy as np
 # pseudo-colour at the head of the colour list
 RULES_VERSION = 4
 
-COLOUR_TABLE = "data/colours.csv"  # the packaged table colour names come from
 Colours = list[tuple[str, str, float]]  # (name, hex, weight), best first
 Flags = list[tuple[str, float, bool]]  # (flag, measured value, flagged), every flag
 

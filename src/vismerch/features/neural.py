@@ -1,5 +1,5 @@
 """Neural image/text encoders: ``clip`` and ``siglip`` through transformers, ``openclip``
-through open_clip (optional extra).
+through open_clip (optional extra). Loading is ``neural_load``, preprocessing ``preprocess``.
 
 Three separate axes, as in open_clip: the architecture and weights come from ``model``
 (a hub id, ``hf-hub:`` id or local folder, pinned by ``revision``); the precision comes
@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -34,20 +33,22 @@ from vismerch.accel.precision import (
     prepare_module,
     running,
 )
-from vismerch.config import setting
+from vismerch.config import Settings, setting
 from vismerch.errors import UsageError, VismerchError
-from vismerch.features.base import FeatureBatch, folder_digest, quiet_progress
+from vismerch.features.base import FeatureBatch, folder_digest
+from vismerch.features.neural_load import (
+    DEFAULT_MODELS,
+    Loaded,
+    _split_ref,
+    check_model,
+    load_hf,
+    load_openclip,
+)
+from vismerch.features.preprocess import Preprocess, calibration_images
 
 log = logging.getLogger("vismerch.neural")
 
 VERSION = 1
-DEFAULT_MODELS = {
-    "clip": "openai/clip-vit-base-patch16",
-    "siglip": "google/siglip-base-patch16-224",
-    "openclip": "ViT-B-16:laion2b_s34b_b88k",
-}
-_MODEL_TYPES = {"clip": {"clip"}, "siglip": {"siglip"}}
-_RESAMPLE = {0: "nearest", 1: "bicubic", 2: "bilinear", 3: "bicubic", 4: "bilinear", 5: "bicubic"}
 
 CALIBRATION_TEXTS = (
     "a red floral summer dress",
@@ -61,358 +62,6 @@ CALIBRATION_TEXTS = (
 )
 
 
-# --------------------------------------------------------------------------- preprocessing
-
-
-@dataclass(frozen=True)
-class Preprocess:
-    """Resize, crop and normalise as the model's own config says, in torch, on any device."""
-
-    resize: str  # "shortest" (short side to size[0]) | "exact" (to size) | "longest" (+ pad) | "none"
-    size: tuple[int, int]
-    crop: tuple[int, int] | None
-    mean: tuple[float, float, float]
-    std: tuple[float, float, float]
-    interpolation: str = "bicubic"
-    rescale: float = 1 / 255
-
-    @classmethod
-    def from_hf(cls, cfg: dict[str, Any]) -> Preprocess:
-        """From a transformers ``preprocessor_config.json`` (CLIP, SigLIP and friends)."""
-        size = cfg.get("size", {"shortest_edge": 224})
-        if isinstance(size, int):
-            size = {"shortest_edge": size}
-        if not cfg.get("do_resize", True):
-            resize, hw = "none", (0, 0)
-        elif "shortest_edge" in size:
-            resize, hw = "shortest", (int(size["shortest_edge"]),) * 2
-        else:
-            resize, hw = "exact", (int(size["height"]), int(size["width"]))
-        crop = None
-        if cfg.get("do_center_crop", False):
-            cs = cfg.get("crop_size", {"height": hw[0], "width": hw[1]})
-            crop = (cs, cs) if isinstance(cs, int) else (int(cs["height"]), int(cs["width"]))
-        normalise = cfg.get("do_normalize", True)
-        mean = tuple(cfg.get("image_mean", (0.0, 0.0, 0.0))) if normalise else (0.0, 0.0, 0.0)
-        std = tuple(cfg.get("image_std", (1.0, 1.0, 1.0))) if normalise else (1.0, 1.0, 1.0)
-        rescale = float(cfg.get("rescale_factor", 1 / 255)) if cfg.get("do_rescale", True) else 1.0
-        resample = cfg.get("resample", 3)
-        interp = _RESAMPLE.get(resample, "bicubic") if isinstance(resample, int) else str(resample)
-        return cls(resize, hw, crop, mean, std, interp, rescale)  # type: ignore[arg-type]
-
-    @classmethod
-    def from_openclip(cls, cfg: dict[str, Any]) -> Preprocess:
-        """From open_clip's ``model.visual.preprocess_cfg``."""
-        size = cfg.get("size", 224)
-        hw = (size, size) if isinstance(size, int) else (int(size[0]), int(size[1]))
-        mode = cfg.get("resize_mode", "shortest")
-        resize = {"shortest": "shortest", "squash": "exact", "longest": "longest"}.get(mode, mode)
-        crop = hw if resize == "shortest" else None
-        return cls(
-            resize,
-            hw,
-            crop,
-            tuple(cfg.get("mean", (0.48145466, 0.4578275, 0.40821073))),  # type: ignore[arg-type]
-            tuple(cfg.get("std", (0.26862954, 0.26130258, 0.27577711))),  # type: ignore[arg-type]
-            str(cfg.get("interpolation", "bicubic")),
-        )
-
-    @property
-    def output_size(self) -> tuple[int, int]:
-        return self.crop or self.size
-
-    def key(self) -> str:
-        """Short stable description for the fingerprint."""
-        crop = "none" if self.crop is None else f"{self.crop[0]}x{self.crop[1]}"
-        mean = ",".join(f"{v:.4f}" for v in self.mean)
-        std = ",".join(f"{v:.4f}" for v in self.std)
-        return (
-            f"resize={self.resize}:{self.size[0]}x{self.size[1]}:{self.interpolation};"
-            f"crop={crop};mean={mean};std={std};scale={self.rescale:.6f}"
-        )
-
-    def _target(self, h: int, w: int) -> tuple[int, int]:
-        if self.resize == "shortest":
-            short, long = (h, w) if h <= w else (w, h)
-            s = self.size[0]
-            new_long = int(s * long / short)
-            return (s, new_long) if h <= w else (new_long, s)
-        if self.resize == "longest":
-            scale = min(self.size[0] / h, self.size[1] / w)
-            return max(1, round(h * scale)), max(1, round(w * scale))
-        if self.resize == "exact":
-            return self.size
-        return h, w
-
-    def __call__(self, images: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        """uint8 ``(B, H, W, 3)`` (or ``(B, 3, H, W)``) -> normalised ``(B, 3, h, w)``."""
-        if images.ndim != 4:
-            raise UsageError(f"expected a (B, H, W, 3) image batch, got shape {tuple(images.shape)}")
-        x = images.permute(0, 3, 1, 2) if images.shape[-1] == 3 else images
-        x = x.float()
-        h, w = x.shape[-2:]
-        th, tw = self._target(h, w)
-        if (th, tw) != (h, w):
-            mode = self.interpolation if self.interpolation in ("bilinear", "bicubic") else "nearest"
-            kwargs = {} if mode == "nearest" else {"align_corners": False, "antialias": True}
-            x = F.interpolate(x, size=(th, tw), mode=mode, **kwargs)
-            # processors resize to uint8 images: clamp and round the same way
-            x = x.clamp_(0, 255).round_()
-        if self.resize == "longest":
-            ph, pw = self.size[0] - th, self.size[1] - tw
-            x = F.pad(x, (pw // 2, pw - pw // 2, ph // 2, ph - ph // 2), value=0.0)
-        if self.crop is not None:
-            x = _center_crop(x, self.crop)
-        mean = torch.tensor(self.mean, device=x.device).view(1, 3, 1, 1)
-        std = torch.tensor(self.std, device=x.device).view(1, 3, 1, 1)
-        return ((x * self.rescale - mean) / std).to(dtype)
-
-
-def _center_crop(x: torch.Tensor, crop: tuple[int, int]) -> torch.Tensor:
-    ch, cw = crop
-    h, w = x.shape[-2:]
-    if h < ch or w < cw:  # pad small images like the processors do
-        ph, pw = max(0, ch - h), max(0, cw - w)
-        x = F.pad(x, (pw // 2, pw - pw // 2, ph // 2, ph - ph // 2), value=0.0)
-        h, w = x.shape[-2:]
-    top, left = (h - ch) // 2, (w - cw) // 2
-    return x[..., top : top + ch, left : left + cw]
-
-
-# --------------------------------------------------------------------------- calibration
-
-
-def calibration_images(n: int = 16, size: int = 224, seed: int = 0) -> torch.Tensor:
-    """A deterministic uint8 ``(n, size, size, 3)`` batch: smooth colour fields, a product-like
-    block on a light background, and fine texture, so that every layer sees varied input."""
-    g = torch.Generator().manual_seed(seed)
-    coarse = torch.rand(n, 3, 4, 4, generator=g) * 255
-    x = F.interpolate(coarse, size=(size, size), mode="bicubic", align_corners=False)
-    yy, xx = torch.meshgrid(torch.arange(size), torch.arange(size), indexing="ij")
-    for i in range(n):
-        if i % 2:  # half of them: an object on a near-white background
-            cy, cx = torch.randint(size // 4, 3 * size // 4, (2,), generator=g).tolist()
-            r = int(torch.randint(size // 8, size // 3, (1,), generator=g))
-            mask = ((yy - cy).abs() < r) & ((xx - cx).abs() < r * 2 // 3)
-            bg = torch.full((3, size, size), 245.0)
-            x[i] = torch.where(mask, x[i], bg)
-    x += torch.randn(x.shape, generator=g) * 12
-    return x.clamp(0, 255).round().to(torch.uint8).permute(0, 2, 3, 1).contiguous()
-
-
-# --------------------------------------------------------------------------- model adapters
-
-
-def _pooled(out: Any) -> torch.Tensor:
-    """transformers 4.x returns a tensor, 5.x a model output whose pooler_output is the
-    projected embedding; tuples carry it second."""
-    if isinstance(out, torch.Tensor):
-        return out
-    pooled = getattr(out, "pooler_output", None)
-    if pooled is not None:
-        return pooled
-    if isinstance(out, (tuple, list)):
-        return out[1] if len(out) > 1 else out[0]
-    raise TypeError(f"cannot find the embedding in {type(out).__name__}")
-
-
-@dataclass
-class Loaded:
-    """What a loader returns: the fp32 model and the callables that drive it."""
-
-    module: torch.nn.Module
-    image_fn: Callable[[torch.nn.Module, torch.Tensor], torch.Tensor]
-    text_fn: Callable[[torch.nn.Module, Sequence[str], torch.device], torch.Tensor] | None
-    preprocess: Preprocess
-    model: str  # what goes into the fingerprint as the model
-    revision: str | None  # pinned commit, or a content digest for local folders
-    logit_scale: float
-    logit_bias: float | None
-
-
-def _split_ref(model: str) -> tuple[str, bool]:
-    """``local-dir:PATH`` / ``hf-hub:ID`` / bare path or id -> (reference, is_local)."""
-    if model.startswith("local-dir:"):
-        return str(Path(model[len("local-dir:") :]).expanduser().resolve()), True
-    if model.startswith("hf-hub:"):
-        return model[len("hf-hub:") :], False
-    path = Path(model).expanduser()
-    if path.exists():
-        return str(path.resolve()), True
-    return model, False
-
-
-def _logit_params(module: torch.nn.Module) -> tuple[float, float | None]:
-    """(logit scale, logit bias or None) of a CLIP/SigLIP-style model, as plain floats."""
-    bias = getattr(module, "logit_bias", None)
-    return (
-        float(module.logit_scale.detach().exp().item()),
-        None if bias is None else float(bias.detach().reshape(-1)[0].item()),
-    )
-
-
-def _load_failed(ref: str, exc: Exception) -> VismerchError:
-    return VismerchError(
-        f"cannot load model {ref!r}: {exc}",
-        hint="pass a local folder saved with save_pretrained (--model PATH), or a hub id while "
-        "online; pin it with --revision",
-    )
-
-
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                "pytorch_model.bin.index.json")
-
-
-@dataclass
-class _HFParts:
-    """Everything of a transformers model but its weights (cheap to resolve)."""
-
-    ref: str
-    local: bool
-    tokenizer: Any
-    preprocess: Preprocess
-    pinned: str | None
-
-
-def _image_processor_config(ref: str, revision: str | None) -> dict[str, Any]:
-    """The image-processor settings in either layout: ``preprocessor_config.json``, or
-    ``processor_config.json`` with a nested ``image_processor`` (what transformers 5's
-    ``Processor.save_pretrained`` writes). transformers' own resolver reads both."""
-    from transformers.image_processing_base import ImageProcessingMixin
-
-    config, _ = ImageProcessingMixin.get_image_processor_dict(ref, revision=revision)
-    return config
-
-
-def _resolve_hf(kind: str, model: str, revision: str | None) -> _HFParts:
-    """Config, model type, tokenizer and image processor of ``model``; raises a
-    VismerchError naming what is missing and how to fix it."""
-    from transformers import AutoConfig, AutoTokenizer
-    from transformers.utils import cached_file
-
-    ref, local = _split_ref(model)
-    try:
-        config = AutoConfig.from_pretrained(ref, revision=revision)
-    except (OSError, ValueError) as exc:
-        raise _load_failed(ref, exc) from exc
-    if config.model_type not in _MODEL_TYPES[kind]:
-        raise UsageError(
-            f"model {ref!r} is a {config.model_type!r} model, not {kind}",
-            hint=f"use --backend {config.model_type} if vismerch supports it, or another model",
-        )
-    if local and not any((Path(ref) / name).is_file() for name in WEIGHT_FILES):
-        raise VismerchError(
-            f"cannot load model {ref!r}: the folder has no weights ({' or '.join(WEIGHT_FILES[::2])})",
-            hint="save the model into it with model.save_pretrained(folder)",
-        )
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(ref, revision=revision)
-    except ImportError as exc:  # e.g. SiglipTokenizer needs sentencepiece
-        raise VismerchError(
-            f"model {ref!r} needs a package that is not installed: {exc}",
-            hint="pip install sentencepiece protobuf (SigLIP's tokenizer)",
-        ) from exc
-    except (OSError, ValueError) as exc:
-        raise _load_failed(ref, exc) from exc
-    try:
-        preprocess = Preprocess.from_hf(_image_processor_config(ref, revision))
-    except (OSError, ValueError) as exc:
-        raise VismerchError(
-            f"cannot load model {ref!r}: no image-processor config (neither preprocessor_config.json "
-            "nor processor_config.json with an image_processor)",
-            hint="save the model's processor into the folder: "
-            "AutoProcessor.from_pretrained(ORIGINAL).save_pretrained(folder)",
-        ) from exc
-    if local:
-        pinned = folder_digest(ref)
-    else:
-        config_path = cached_file(ref, "config.json", revision=revision)
-        match = re.search(r"snapshots/([0-9a-f]{40})/", str(config_path))
-        pinned = match.group(1) if match else revision
-    return _HFParts(ref, local, tokenizer, preprocess, pinned)
-
-
-def check_model(kind: str, model: str | None = None, revision: str | None = None) -> None:
-    """Fail fast, before an ingest starts any task, when ``model`` cannot be loaded for
-    ``kind``: everything but the weights themselves is resolved (and local weights must
-    exist), so a bad folder or id is one clear error instead of one per image."""
-    if kind not in DEFAULT_MODELS:
-        raise UsageError(f"unknown neural backend {kind!r}", hint="choose clip, siglip or openclip")
-    model = model or DEFAULT_MODELS[kind]
-    if kind == "openclip":
-        try:
-            import open_clip  # noqa: F401
-        except ImportError as exc:
-            raise UsageError("the openclip backend needs open_clip",
-                             hint="install vismerch[openclip]") from exc
-        if model.startswith("local-dir:") and not Path(_split_ref(model)[0]).is_dir():
-            raise VismerchError(f"cannot load model {model!r}: no such folder",
-                                hint="pass local-dir:PATH of a folder open_clip saved")
-        return
-    _resolve_hf(kind, model, revision)
-
-
-def _load_hf(kind: str, model: str, revision: str | None, device: torch.device) -> Loaded:
-    from transformers import AutoModel
-
-    parts = _resolve_hf(kind, model, revision)
-    ref, tokenizer, preprocess, pinned = parts.ref, parts.tokenizer, parts.preprocess, parts.pinned
-    try:
-        with quiet_progress():
-            module = AutoModel.from_pretrained(ref, revision=revision, dtype=torch.float32)
-    except (OSError, ValueError) as exc:
-        raise _load_failed(ref, exc) from exc
-    module = module.eval().to(device)
-    text_cfg = module.config.text_config
-    max_len = int(getattr(text_cfg, "max_position_embeddings", 77))
-    # SigLIP was trained on max-length padding and pools the last token
-    padding: str | bool = "max_length" if kind == "siglip" else True
-
-    def image_fn(m: torch.nn.Module, pixels: torch.Tensor) -> torch.Tensor:
-        return _pooled(m.get_image_features(pixel_values=pixels))
-
-    def text_fn(m: torch.nn.Module, texts: Sequence[str], dev: torch.device) -> torch.Tensor:
-        enc = tokenizer(
-            list(texts), padding=padding, truncation=True, max_length=max_len, return_tensors="pt"
-        )
-        enc = {k: v.to(dev) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
-        if kind == "siglip":
-            enc.pop("attention_mask", None)  # SigLIP attends to padding, as trained
-        return _pooled(m.get_text_features(**enc))
-
-    return Loaded(module, image_fn, text_fn, preprocess, ref, pinned, *_logit_params(module))
-
-
-def _load_openclip(model: str, revision: str | None, device: torch.device) -> Loaded:
-    try:
-        import open_clip
-    except ImportError as exc:
-        raise UsageError("the openclip backend needs open_clip", hint="install vismerch[openclip]") from exc
-    # "ARCH:TAG", "hf-hub:org/name" or "local-dir:PATH" (open_clip's own schemes)
-    if model.startswith(("hf-hub:", "local-dir:")):
-        name, pretrained = model, None
-    else:
-        name, _, pretrained = model.partition(":")
-        pretrained = pretrained or None
-    try:
-        module = open_clip.create_model(name, pretrained=pretrained, device=device)
-        tokenizer = open_clip.get_tokenizer(name)
-    except Exception as exc:  # open_clip raises RuntimeError/ValueError/OSError
-        raise _load_failed(model, exc) from exc
-    cfg = getattr(module.visual, "preprocess_cfg", None) or {}
-    preprocess = Preprocess.from_openclip(dict(cfg))
-    module = module.eval()
-
-    def image_fn(m: torch.nn.Module, pixels: torch.Tensor) -> torch.Tensor:
-        return m.encode_image(pixels)
-
-    def text_fn(m: torch.nn.Module, texts: Sequence[str], dev: torch.device) -> torch.Tensor:
-        return m.encode_text(tokenizer(list(texts)).to(dev))
-
-    pinned = revision or (folder_digest(model[10:]) if model.startswith("local-dir:") else None)
-    return Loaded(module, image_fn, text_fn, preprocess, model, pinned, *_logit_params(module))
-
-
 # --------------------------------------------------------------------------- the backend
 
 
@@ -423,8 +72,7 @@ class NeuralBackend:
         self,
         kind: str,
         loaded: Loaded,
-        prepared: PreparedModel,
-        choice: PrecisionChoice | None,
+        choice: PrecisionChoice,
         device: torch.device,
         info: DeviceInfo,
         batch_size: int | None = None,
@@ -435,7 +83,7 @@ class NeuralBackend:
         self.device = device
         self.info = info
         self.loaded = loaded
-        self.prepared = prepared
+        self.prepared = prepared = choice.candidate
         self.precision = prepared.precision
         self.precision_choice = choice
         self.logit_scale = loaded.logit_scale
@@ -562,45 +210,56 @@ def compile_towers(module: torch.nn.Module) -> list[str]:
     return done
 
 
-def build_backend(
-    kind: str,
-    settings: Any = None,
-    device: str = "cpu",
-    model: str | None = None,
-    revision: str | None = None,
-    precision: str | None = "auto",
-    compile: bool = False,
-    batch_size: int | None = None,
-    *,
-    min_cosine: float | None = None,
-    precision_paths: dict[str, PrecisionPath] | None = None,
-    calibration: torch.Tensor | None = None,
-) -> NeuralBackend:
-    """Load ``model`` for ``kind`` (clip | siglip | openclip), choose and verify the precision.
+@dataclass(frozen=True)
+class BuildOptions:
+    """What ``build_backend`` takes besides kind, settings and device. The first five are an
+    ingest's backend options (their names are in stored spec keys); ``precision_paths``
+    overrides entries of ``accel.precision.PRECISION_PATHS`` (tests inject a damaged path
+    this way) and ``calibration`` replaces the synthetic guard batch."""
 
-    ``precision_paths`` overrides entries of ``accel.precision.PRECISION_PATHS`` (tests
-    inject a damaged path this way); ``calibration`` replaces the synthetic guard batch.
-    """
+    model: str | None = None
+    revision: str | None = None
+    precision: str | None = "auto"
+    compile: bool = False
+    batch_size: int | None = None
+    min_cosine: float | None = None
+    precision_paths: dict[str, PrecisionPath] | None = None
+    calibration: torch.Tensor | None = None
+
+
+def build_backend(kind: str, settings: Settings | None = None, device: str = "cpu",
+                  **options: Any) -> NeuralBackend:
+    """Load the model for ``kind`` (clip | siglip | openclip), choose and verify the precision;
+    ``options`` are the fields of ``BuildOptions``."""
+    opts = BuildOptions(**options)
     if kind not in DEFAULT_MODELS:
         raise UsageError(f"unknown neural backend {kind!r}", hint="choose clip, siglip or openclip")
-    precision = check_precision(precision or setting(settings, "precision"))
+    precision = check_precision(opts.precision or setting(settings, "precision"))
     dev = resolve_device(device)
     info = device_info(dev)
-    model = model or DEFAULT_MODELS[kind]
-    loaded = (
-        _load_openclip(model, revision, dev) if kind == "openclip" else _load_hf(kind, model, revision, dev)
-    )
-    threshold = float(
-        min_cosine
-        if min_cosine is not None
-        else setting(settings, "precision_min_cosine")
-    )
+    model = opts.model or DEFAULT_MODELS[kind]
+    loaded = (load_openclip(model, opts.revision, dev) if kind == "openclip"
+              else load_hf(kind, model, opts.revision, dev))
+    threshold = float(opts.min_cosine if opts.min_cosine is not None
+                      else setting(settings, "precision_min_cosine"))
+    choice = _choose_precision(loaded, precision, info, dev, opts, threshold)
+    if choice.precision != "fp32":
+        loaded.module = None  # type: ignore[assignment]  # free the fp32 reference
+    log.info("%s %s on %s: precision %s", kind, loaded.model, dev, choice.summary())
+    default_batch = int(setting(settings, "batch_size"))
+    return NeuralBackend(kind, loaded, choice, dev, info, opts.batch_size, opts.compile, default_batch)
+
+
+def _choose_precision(loaded: Loaded, precision: str, info: DeviceInfo, dev: torch.device,
+                      opts: BuildOptions, threshold: float) -> PrecisionChoice:
+    """The fastest precision whose image and text embeddings stay within ``threshold`` of
+    fp32's on the calibration batch (``accel.precision.choose_precision``)."""
     h, w = loaded.preprocess.output_size
-    images = calibration if calibration is not None else calibration_images(16, max(h, w))
+    images = opts.calibration if opts.calibration is not None else calibration_images(16, max(h, w))
 
     def prepare(p: str) -> PreparedModel:
         # fp32 is the loaded model itself; every other level converts a copy
-        return prepare_module(loaded.module, p, info, precision_paths, copy_module=p != "fp32")
+        return prepare_module(loaded.module, p, info, opts.precision_paths, copy_module=p != "fp32")
 
     def embed(prepared: PreparedModel) -> torch.Tensor:
         with running(prepared):
@@ -614,19 +273,12 @@ def build_backend(
     def seconds(prepared: PreparedModel) -> float:
         # the race times what ingest will run: compiled towers when asked for (a fused
         # FP8 can only win compiled)
-        if compile:
+        if opts.compile:
             compile_towers(prepared.module)
         return _forward_seconds(lambda: embed(prepared), dev)
 
-    choice = choose_precision(precision, info, prepare=prepare, embed=embed, min_cosine=threshold,
-                              seconds=seconds)
-    if choice.precision != "fp32":
-        loaded.module = None  # type: ignore[assignment]  # free the fp32 reference
-    log.info("%s %s on %s: precision %s", kind, loaded.model, dev, choice.summary())
-    default_batch = int(setting(settings, "batch_size"))
-    return NeuralBackend(
-        kind, loaded, choice.candidate, choice, dev, info, batch_size, compile, default_batch
-    )
+    return choose_precision(precision, info, prepare=prepare, embed=embed, min_cosine=threshold,
+                            seconds=seconds)
 
 
 def _forward_seconds(forward: Callable[[], Any], device: torch.device, repeats: int = 3) -> float:

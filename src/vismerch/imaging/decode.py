@@ -225,33 +225,10 @@ def decode_image(
     plain = _plain_jpeg(data, working_size, max_pixels)
     if plain is not None:
         return _finish(plain[0], plain[1], plain[2], "JPEG", working_size, thumb_size)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            im = Image.open(io.BytesIO(data))
-    except UnidentifiedImageError:
-        raise DecodeError("not-an-image", "not a recognised image file") from None
-    except Image.DecompressionBombError as exc:
-        raise DecodeError("too-many-pixels", str(exc)) from None
-    except (OSError, SyntaxError, ValueError) as exc:
-        raise DecodeError("corrupt", f"cannot read the image header: {exc}") from None
-
-    if im.format not in SUPPORTED_FORMATS:
-        raise DecodeError("unsupported-format", f"image format {im.format} is not supported")
+    im = _open(data)
     fmt = im.format
-    width, height = im.size
-    if width <= 0 or height <= 0:
-        raise DecodeError("corrupt", f"invalid image size {width}x{height}")
-    if width * height > max_pixels:
-        raise DecodeError(
-            "too-many-pixels",
-            f"{width}x{height} = {width * height:,} pixels exceeds the limit of {max_pixels:,}",
-        )
-    orientation = 1
-    try:
-        orientation = int(im.getexif().get(0x0112, 1) or 1)
-    except Exception:  # a broken EXIF block must not refuse a good image
-        orientation = 1
+    width, height = _checked_size(im, max_pixels)
+    orientation = _orientation(im)
     if orientation in _SWAPS_AXES:
         width, height = height, width
 
@@ -263,6 +240,56 @@ def decode_image(
         fast = _fast_jpeg(data, im) if orientation == 1 and near else None
         if fast is not None:
             return _finish(fast, width, height, fmt, working_size, thumb_size)
+    _load(im)
+    icc = im.info.get("icc_profile")
+    if orientation != 1:
+        im = ImageOps.exif_transpose(im)
+    im = _to_srgb(im, icc)
+
+    factor = min(im.width // (2 * working_size), im.height // (2 * working_size))
+    if factor >= 2:
+        im = im.reduce(factor)
+    return _finish(_array(im), width, height, fmt, working_size, thumb_size)
+
+
+def _open(data: bytes) -> Image.Image:
+    """The image's header read by Pillow, in a format vismerch decodes; refused otherwise."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(data))
+    except UnidentifiedImageError:
+        raise DecodeError("not-an-image", "not a recognised image file") from None
+    except Image.DecompressionBombError as exc:
+        raise DecodeError("too-many-pixels", str(exc)) from None
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise DecodeError("corrupt", f"cannot read the image header: {exc}") from None
+    if im.format not in SUPPORTED_FORMATS:
+        raise DecodeError("unsupported-format", f"image format {im.format} is not supported")
+    return im
+
+
+def _checked_size(im: Image.Image, max_pixels: int) -> tuple[int, int]:
+    width, height = im.size
+    if width <= 0 or height <= 0:
+        raise DecodeError("corrupt", f"invalid image size {width}x{height}")
+    if width * height > max_pixels:
+        raise DecodeError(
+            "too-many-pixels",
+            f"{width}x{height} = {width * height:,} pixels exceeds the limit of {max_pixels:,}",
+        )
+    return width, height
+
+
+def _orientation(im: Image.Image) -> int:
+    try:
+        return int(im.getexif().get(0x0112, 1) or 1)
+    except Exception:  # a broken EXIF block must not refuse a good image
+        return 1
+
+
+def _load(im: Image.Image) -> None:
+    """Decode the pixels; a truncated or corrupt stream is refused with its reason."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -274,16 +301,6 @@ def decode_image(
         raise DecodeError(reason, f"cannot decode the image data: {exc}") from None
     except (SyntaxError, ValueError, EOFError, Image.DecompressionBombError) as exc:
         raise DecodeError("corrupt", f"cannot decode the image data: {exc}") from None
-
-    icc = im.info.get("icc_profile")
-    if orientation != 1:
-        im = ImageOps.exif_transpose(im)
-    im = _to_srgb(im, icc)
-
-    factor = min(im.width // (2 * working_size), im.height // (2 * working_size))
-    if factor >= 2:
-        im = im.reduce(factor)
-    return _finish(_array(im), width, height, fmt, working_size, thumb_size)
 
 
 def _finish(arr: np.ndarray, width: int, height: int, fmt: str, working_size: int,

@@ -12,18 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from vismerch import rules as rules_mod
 from vismerch.catalog.store import utc_timestamp
 from vismerch.config import setting as _setting
 from vismerch.errors import UsageError
 from vismerch.features.base import list_backends
 from vismerch.merch import collections as colls
-from vismerch.merch import rules as rules_mod
 from vismerch.merch.arrange import Arrangement, ArrangeOptions, Products, arrange
 from vismerch.merch.scoring import score_products
+
+if TYPE_CHECKING:
+    from vismerch.catalog.store import Store
+    from vismerch.config import Settings
 
 
 @dataclass
@@ -82,7 +86,7 @@ class CollectionArrangement:
         return {**self.summary(), "slots": self.slots()}
 
 
-def collection_vectors(store: Any, ids: Sequence[str], backend: str | None,
+def collection_vectors(store: Store, ids: Sequence[str], backend: str | None,
                        load: Callable[[str], Any] | None = None) -> np.ndarray | None:
     """(n, d) L2-normalised vectors aligned with ``ids``; zero rows for products without.
     ``load(backend)`` gives the features (default ``store.load_features``; a long-lived
@@ -102,7 +106,7 @@ def collection_vectors(store: Any, ids: Sequence[str], backend: str | None,
     return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
 
 
-def implicit_rules(settings: Any, rules: Sequence[rules_mod.Rule]) -> list[rules_mod.Rule]:
+def implicit_rules(settings: Settings | None, rules: Sequence[rules_mod.Rule]) -> list[rules_mod.Rule]:
     """The rules a setting adds to every page: out-of-stock products buried to the bottom
     (``rules_bury_out_of_stock``) unless a bury-out-of-stock rule already reaches it."""
     if not _setting(settings, "rules_bury_out_of_stock") or \
@@ -132,58 +136,87 @@ def parse_columns(columns: int | str | Sequence[int] | None, columns_set: Any = 
     return tuple(dict.fromkeys(widths)) or (4,)
 
 
-def arrange_collection(
-    store: Any,
-    name: str,
-    *,
-    columns: int | Sequence[int] | str = 4,
-    columns_set: Sequence[int] | str | None = None,
-    mode: str = "mix",
-    weights: Mapping[str, float] | str | None = None,
-    backend: str | None = None,
-    quality_gate: bool = True,
-    duplicates: str = "space",
-    settings: Any = None,
-    options: ArrangeOptions | None = None,
-    log: bool = True,
-    at: str | None = None,
-    load_features: Callable[[str], Any] | None = None,
-    strength: float | None = None,
-    behaviour: Mapping[str, Mapping[str, float]] | None = None,
-) -> CollectionArrangement:
-    """Arrange collection ``name`` of ``store`` for a grid of ``columns`` (and the other
-    widths in ``columns_set``, optimised at once). See the module docstring. Rules apply as
-    they are active at ``at`` (an RFC 3339 UTC stamp; default now), including the
-    ``subtree`` rules of the collection's parents. ``load_features``: see
-    ``collection_vectors``. ``strength`` 0 gives the plain (rules and score only) order.
-    ``behaviour``: shopper-behaviour signals by product (``scoring.score_products``); pins
-    and hides apply after the score, as always."""
+@dataclass(frozen=True)
+class ArrangeRequest:
+    """How ``arrange_collection`` arranges: for a grid of ``columns`` (and the other widths in
+    ``columns_set``, optimised at once) in ``mode`` with the business ``weights``, look-alikes
+    by ``backend`` (default: the store's preferred visual one). Rules apply as they are
+    active at ``at`` (an RFC 3339 UTC stamp; default now), including the ``subtree`` rules of
+    the collection's parents; ``log``: record out-of-stock pin substitutions.
+    ``load_features``: see ``collection_vectors``. ``strength`` 0 gives the plain (rules and
+    score only) order. ``behaviour``: shopper-behaviour signals by product
+    (``scoring.score_products``); pins and hides apply after the score, as always."""
+
+    columns: int | Sequence[int] | str = 4
+    columns_set: Sequence[int] | str | None = None
+    mode: str = "mix"
+    weights: Mapping[str, float] | str | None = None
+    backend: str | None = None
+    quality_gate: bool = True
+    duplicates: str = "space"
+    log: bool = True
+    at: str | None = None
+    load_features: Callable[[str], Any] | None = None
+    strength: float | None = None
+    behaviour: Mapping[str, Mapping[str, float]] | None = None
+
+
+def arrange_collection(store: Store, name: str, *, settings: Settings | None = None,
+                       options: ArrangeOptions | None = None, **request: Any) -> CollectionArrangement:
+    """Arrange collection ``name`` of ``store``; ``request``: the fields of ``ArrangeRequest``,
+    ``options`` the engine's (default: from the settings). See the module docstring."""
+    req = ArrangeRequest(**request)
     member_ids = set(colls.members(store, name))  # refuses an unknown collection
     products = [p for p in store.products() if p.id in member_ids]
-    widths = parse_columns(columns, columns_set)
+    widths = parse_columns(req.columns, req.columns_set)
     if options is None:
-        widest = max(widths)
-        options = ArrangeOptions(
-            lookalike_cosine=float(_setting(settings, "arrange_lookalike_cosine")),
-            window=int(_setting(settings, "arrange_window")),
-            business_floor=float(_setting(settings, "arrange_business_floor")),
-            first_screen=int(_setting(settings, "arrange_first_screen_rows")) * widest,
-            quality_gate=quality_gate, duplicates=duplicates,
-            strength=1.0 if strength is None else float(strength))
+        options = _default_options(settings, req, max(widths))
     records = colls.product_records(store, products)
-    weights = weights or _setting(settings, "arrange_weights") or None
-    base = score_products(products, weights, behaviour=behaviour)
-    chosen = store.pick_backend(backend, tuple(list_backends(visual=True)))
-    vectors = collection_vectors(store, [p.id for p in products], chosen, load_features)
-    at = at or utc_timestamp()
+    weights = req.weights or _setting(settings, "arrange_weights") or None
+    base = score_products(products, weights, behaviour=req.behaviour)
+    chosen = store.pick_backend(req.backend, tuple(list_backends(visual=True)))
+    vectors = collection_vectors(store, [p.id for p in products], chosen, req.load_features)
+    at = req.at or utc_timestamp()
     rule_list = rules_mod.list_rules(store, name, applicable=True, enabled_only=True, at=at)
     rule_list += implicit_rules(settings, rule_list)
     res = rules_mod.resolve(rule_list, records, base.score, collection=name, vectors=vectors,
                             reverted=rules_mod.reverted_pins(store, name),
                             lineage=colls.ancestors(store, name), at=at)
 
-    copies = {} if duplicates == "off" else _kept_elsewhere(store, records, set(res.pins.values()))
+    copies = {} if req.duplicates == "off" else _kept_elsewhere(store, records, set(res.pins.values()))
     visible = [i for i in range(len(products)) if i not in res.hidden and i not in copies]
+    result = _arrange_visible(records, visible, res, base, vectors, widths, req.mode, options)
+    if req.log and res.events:
+        rules_mod.log_events(store, name, res.events)
+    hidden = [{"id": records[i]["id"], "rules": ids} for i, ids in sorted(res.hidden.items())]
+    hidden += [{"id": records[i]["id"], "rules": [], "duplicate_of": keep}
+               for i, keep in sorted(copies.items()) if i not in res.hidden]
+    return CollectionArrangement(
+        collection=name, arrangement=result, hidden=hidden, conflicts=res.conflicts,
+        events=res.events, backend=chosen,
+        params={**result.params, "weights": base.weights, "backend": chosen},
+        member_vectors=None if vectors is None else dict(zip([p.id for p in products], vectors,
+                                                             strict=True)),
+        records={r["id"]: r for r in records}, applied=sorted(res.applied), base=base,
+        adjusted=res.scores, rows={r["id"]: i for i, r in enumerate(records)},
+    )
+
+
+def _default_options(settings: Settings | None, req: ArrangeRequest, widest: int) -> ArrangeOptions:
+    return ArrangeOptions(
+        lookalike_cosine=float(_setting(settings, "arrange_lookalike_cosine")),
+        window=int(_setting(settings, "arrange_window")),
+        business_floor=float(_setting(settings, "arrange_business_floor")),
+        first_screen=int(_setting(settings, "arrange_first_screen_rows")) * widest,
+        quality_gate=req.quality_gate, duplicates=req.duplicates,
+        strength=1.0 if req.strength is None else float(req.strength))
+
+
+def _arrange_visible(records: list[dict[str, Any]], visible: list[int], res: Any, base: Any,
+                     vectors: np.ndarray | None, widths: tuple[int, ...], mode: str,
+                     options: ArrangeOptions) -> Arrangement:
+    """The grid of the members left visible (record indexes ``visible``) after the rules
+    (``res``) and settled duplicates."""
     new_index = {old: new for new, old in enumerate(visible)}
     recs = [records[i] for i in visible]
     score_notes = {new_index[i]: [base.explain(i)] for i in visible}
@@ -202,28 +235,14 @@ def arrange_collection(
         duplicate_group=[r["duplicate_group"] if r["duplicate_group"] is not None else -1
                          for r in recs],
         representative=[r["representative"] for r in recs])
-    result = arrange(
+    return arrange(
         shown, pins={slot: new_index[i] for slot, i in res.pins.items()},
         columns=widths, mode=mode, options=options, notes=score_notes,
         pin_notes={new_index[i]: note for i, note in res.pin_notes.items()},
     )
-    if log and res.events:
-        rules_mod.log_events(store, name, res.events)
-    hidden = [{"id": records[i]["id"], "rules": ids} for i, ids in sorted(res.hidden.items())]
-    hidden += [{"id": records[i]["id"], "rules": [], "duplicate_of": keep}
-               for i, keep in sorted(copies.items()) if i not in res.hidden]
-    return CollectionArrangement(
-        collection=name, arrangement=result, hidden=hidden, conflicts=res.conflicts,
-        events=res.events, backend=chosen,
-        params={**result.params, "weights": base.weights, "backend": chosen},
-        member_vectors=None if vectors is None else dict(zip([p.id for p in products], vectors,
-                                                             strict=True)),
-        records={r["id"]: r for r in records}, applied=sorted(res.applied), base=base,
-        adjusted=res.scores, rows={r["id"]: i for i, r in enumerate(records)},
-    )
 
 
-def _kept_elsewhere(store: Any, records: list[dict[str, Any]], pinned: set[int]) -> dict[int, str]:
+def _kept_elsewhere(store: Store, records: list[dict[str, Any]], pinned: set[int]) -> dict[int, str]:
     """Members (record index -> the kept product) of duplicate groups a reviewer settled with
     "keep this one": the other copies leave the grid, so the kept product never ranks below
     its copy. A copy a rule pins stays (the pin is an explicit choice)."""

@@ -14,13 +14,17 @@ import html
 import io
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from vismerch.merch.explain import lookalike_adjacencies
+
+if TYPE_CHECKING:
+    from vismerch.catalog.store import Store
 
 LABEL_H = 18
 GAP = 6
@@ -34,7 +38,7 @@ def _font(size: int = 11) -> ImageFont.ImageFont:
         return ImageFont.load_default()
 
 
-def _tile(store: Any, pid: str, size: int) -> Image.Image:
+def _tile(store: Store, pid: str, size: int) -> Image.Image:
     thumb = store.thumbnail(pid) if store is not None else None
     if thumb is not None:
         try:
@@ -52,7 +56,7 @@ def _tile(store: Any, pid: str, size: int) -> Image.Image:
     return tile
 
 
-def mosaic(store: Any, ids: Sequence[str], columns: int, rows: int = 3, *, tile: int = 160,
+def mosaic(store: Store, ids: Sequence[str], columns: int, rows: int = 3, *, tile: int = 160,
            title: str | None = None, lookalikes: Sequence[tuple[int, int]] = (),
            start: int = 1) -> Image.Image:
     """The first ``rows`` rows of ``ids`` as a grid of ``columns``. ``lookalikes`` are
@@ -89,7 +93,7 @@ def side_by_side(left: Image.Image, right: Image.Image, gap: int = 24) -> Image.
     return out
 
 
-def _data_uri(store: Any, pid: str, size: int) -> str:
+def _data_uri(store: Store, pid: str, size: int) -> str:
     buf = io.BytesIO()
     _tile(store, pid, size).save(buf, format="WEBP", quality=80)
     return "data:image/webp;base64," + base64.b64encode(buf.getvalue()).decode()
@@ -130,11 +134,20 @@ show({primary});
 """
 
 
-def html_page(store: Any, slots: Sequence[dict[str, Any]], widths: Sequence[int], *,
-              title: str, subtitle: str = "", vectors: np.ndarray | None = None,
-              threshold: float = 0.9, limit: int = 120, tile: int = 180) -> str:
+@dataclass(frozen=True)
+class Lookalikes:
+    """The slots' vectors (in slot order) and the cosine at which neighbours look alike."""
+
+    vectors: np.ndarray | None
+    threshold: float = 0.9
+
+
+def html_page(store: Store, slots: Sequence[dict[str, Any]], widths: Sequence[int], *,
+              title: str, subtitle: str = "", lookalikes: Lookalikes | None = None,
+              limit: int = 120, tile: int = 180) -> str:
     """A self-contained page (thumbnails inlined) with a width switcher; look-alike
     neighbours at the chosen width are outlined."""
+    vectors = lookalikes.vectors if lookalikes is not None else None
     shown = list(slots[:limit])
     tiles = []
     for s in shown:
@@ -148,7 +161,7 @@ def html_page(store: Any, slots: Sequence[dict[str, Any]], widths: Sequence[int]
     if vectors is not None:
         for c in widths:
             pairs[c] = [[a.a, a.b] for a in lookalike_adjacencies(vectors[: len(shown)], c,
-                                                                  threshold)]
+                                                                  lookalikes.threshold)]
     buttons = " ".join(f'<button data-c="{c}" onclick="show({c})">{c}</button>' for c in widths)
     return _PAGE.format(title=html.escape(title), subtitle=html.escape(subtitle),
                         buttons=buttons, primary=widths[0], tiles="\n".join(tiles),
@@ -163,7 +176,7 @@ def lookalike_pairs(vectors: np.ndarray | None, columns: int, threshold: float, 
     return [(a.a, a.b) for a in lookalike_adjacencies(vectors[:depth], columns, threshold)]
 
 
-def arranged_before_after(store: Any, collection: str, out_dir: str | Path | None = None, *,
+def arranged_before_after(store: Store, collection: str, out_dir: str | Path | None = None, *,
                           columns: int = 4, columns_set: Sequence[int] | str | None = None,
                           rows: int = 3, mode: str = "mix", **kwargs: Any) -> dict[str, Any]:
     """Arrange ``collection`` and write before/after previews into ``out_dir`` (default:
@@ -204,7 +217,7 @@ def arranged_before_after(store: Any, collection: str, out_dir: str | Path | Non
     page.write_text(html_page(store, result.slots(), widths, title=f"{collection} ({mode})",
                               subtitle="hover a tile for its reason; red outlines mark "
                               "look-alike neighbours at the chosen width",
-                              vectors=v_after, threshold=tau))
+                              lookalikes=Lookalikes(v_after, tau)))
     # the arrangement already counted both orders' look-alikes in depth at every width
     report = {b.columns: b for b in arr.breakpoints}
     return {

@@ -15,6 +15,7 @@ scores little.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,21 +23,31 @@ import numpy as np
 from vismerch.errors import UsageError
 from vismerch.indexes.palette import COLOUR_SIGMA, colour_scores
 
-__all__ = ["COLOUR_SIGMA", "colour_scores", "reciprocal_rank_fusion", "search_by_colour"]
+__all__ = ["COLOUR_SIGMA", "Palettes", "colour_scores", "reciprocal_rank_fusion", "search_by_colour"]
 
-def search_by_colour(ids: Sequence[str], palette_lab: Any, palette_weight: Any,
-                     query_lab: Any, k: int, allowed_mask: np.ndarray | None = None, *,
-                     sigma: float = COLOUR_SIGMA, min_score: float = 1e-3,
-                     device: str = "cpu") -> list[tuple[str, float]]:
+
+@dataclass(frozen=True)
+class Palettes:
+    """Products' palettes, row by row: ``lab`` ``(N, P, 3)`` CIELAB colours and ``weight``
+    ``(N, P)`` their foreground shares, of the products ``ids``."""
+
+    ids: Sequence[str]
+    lab: Any
+    weight: Any
+
+
+def search_by_colour(palettes: Palettes, query_lab: Any, k: int,
+                     allowed_mask: np.ndarray | None = None, *, sigma: float = COLOUR_SIGMA,
+                     min_score: float = 1e-3, device: str = "cpu") -> list[tuple[str, float]]:
     """Top ``k`` (id, score) for a query colour, best first (ties by id).
 
     Products scoring below ``min_score`` (less than 0.1 % of the foreground near the colour)
     are not matches and are left out, so the list may be shorter than k.
     """
-    ids = list(ids)
+    ids = list(palettes.ids)
     if not ids or k <= 0:
         return []
-    scores = colour_scores(palette_lab, palette_weight, query_lab, sigma=sigma, device=device)
+    scores = colour_scores(palettes.lab, palettes.weight, query_lab, sigma=sigma, device=device)
     if scores.shape[0] != len(ids):
         raise UsageError(f"{scores.shape[0]} palettes but {len(ids)} ids")
     keep = scores >= min_score

@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vismerch.config import setting
 from vismerch.errors import UsageError
 from vismerch.features.base import encoder_for, list_backends
+
+if TYPE_CHECKING:
+    from vismerch.catalog.store import Store
+    from vismerch.config import Settings
 
 log = logging.getLogger("vismerch.semantic")
 
@@ -34,7 +38,7 @@ QUERY_TEMPLATES = ("{}", "a photo of {}.", "a product photo of {}.")
 # --------------------------------------------------------------------------- neural vectors
 
 
-def load_neural(store: Any, backend: str | None = None, device: str = "cpu"):
+def load_neural(store: Store, backend: str | None = None, device: str = "cpu"):
     """(Features, encoder) of the store's neural image vectors; UsageError if it has none."""
     name = store.pick_backend(backend, tuple(list_backends(text_tower=True)))
     if name is None:
@@ -105,43 +109,47 @@ def _ranked(index: Any, query: np.ndarray, depth: int, bundle: Any, allowed: np.
     return constraint.within(index, query, depth, allowed)
 
 
-def semantic_search(
-    store: Any,
-    query: str,
-    *,
-    colour: str | None = None,
-    category: str | None = None,
-    k: int = 12,
-    settings: Any = None,
-    device: str = "cpu",
-    backend: str | None = None,
-    weights: dict[str, float] | None = None,
-    cache: Any = None,
-) -> list[tuple[str, float]]:
-    """Hybrid search; returns ``[(product id, fused score)]``, best first.
+@dataclass(frozen=True)
+class TextSearch:
+    """What a text search asks besides the query: a ``colour`` constraint, a ``category``
+    filter, the neural ``backend`` (default: the store's preferred one with a text tower)
+    and the ``device`` its text tower runs on, and ``weights`` per ranking (``image``,
+    ``text``, ``colour``; default 1 each)."""
 
-    ``weights`` per ranking (``image``, ``text``, ``colour``) default to 1. ``cache`` (a
-    ``service.Workspace``) supplies the loaded indexes and encoders. Raises UsageError when
-    the store can answer a text query neither by image nor by title.
+    colour: str | None = None
+    category: str | None = None
+    device: str = "cpu"
+    backend: str | None = None
+    weights: dict[str, float] | None = None
+
+
+def semantic_search(store: Store, query: str, *, k: int = 12, settings: Settings | None = None,
+                    cache: Any = None, **options: Any) -> list[tuple[str, float]]:
+    """Hybrid search; returns ``[(product id, fused score)]``, best first. ``options``: the
+    fields of ``TextSearch``.
+
+    ``cache`` (a ``service.Workspace``) supplies the loaded indexes and encoders. Raises
+    UsageError when the store can answer a text query neither by image nor by title.
     """
     from vismerch.merch.search import reciprocal_rank_fusion
 
+    ask = TextSearch(**options)
     if not query or not query.strip():
         raise UsageError("the search query is empty")
-    weights = {"image": 1.0, "text": 1.0, "colour": 1.0, **(weights or {})}
+    weights = {"image": 1.0, "text": 1.0, "colour": 1.0, **(ask.weights or {})}
     depth = max(int(setting(settings, "search_depth")), k)
     bundle = _bundle(store, settings, cache)
-    allowed = bundle.mask(category=category)  # over the bundle's rows; None: all
+    allowed = bundle.mask(category=ask.category)  # over the bundle's rows; None: all
     rankings: list[list[tuple[str, float]]] = []
     used: list[float] = []
-    constraint = _constraint(bundle, colour, settings)  # a constraint, not only a ranking
+    constraint = _constraint(bundle, ask.colour, settings)  # a constraint, not only a ranking
     if constraint is not None:
         rankings.append(constraint.ranking(allowed, depth))
         used.append(weights["colour"])
     sources = 0
-    name = store.pick_backend(backend, tuple(list_backends(text_tower=True)))
+    name = store.pick_backend(ask.backend, tuple(list_backends(text_tower=True)))
     if name is not None:
-        index, encoder = _image_index(store, name, settings, device, cache)
+        index, encoder = _image_index(store, name, settings, ask.device, cache)
         rankings.append(_ranked(index, query_vector(encoder, query), depth, bundle, allowed, constraint))
         used.append(weights["image"])
         sources += 1
@@ -164,7 +172,7 @@ def semantic_search(
     return [(pid, float(score)) for pid, score in fused[:k]]
 
 
-def _bundle(store: Any, settings: Any, cache: Any) -> Any:
+def _bundle(store: Store, settings: Settings | None, cache: Any) -> Any:
     """The store's search indexes: the Workspace's (loaded once), or read here."""
     if cache is not None:
         return cache.search_index()
@@ -173,7 +181,7 @@ def _bundle(store: Any, settings: Any, cache: Any) -> Any:
     return search_index(store, settings)
 
 
-def _constraint(bundle: Any, colour: str | None, settings: Any) -> ColourConstraint | None:
+def _constraint(bundle: Any, colour: str | None, settings: Settings | None) -> ColourConstraint | None:
     from vismerch.features.colour import parse_colour
 
     if not colour:
@@ -183,7 +191,8 @@ def _constraint(bundle: Any, colour: str | None, settings: Any) -> ColourConstra
     return ColourConstraint(bundle, parse_colour(colour), float(setting(settings, "search_colour_min_share")))
 
 
-def _image_index(store: Any, name: str, settings: Any, device: str, cache: Any) -> tuple[Any, Any]:
+def _image_index(store: Store, name: str, settings: Settings | None, device: str,
+                 cache: Any) -> tuple[Any, Any]:
     """Text -> image: the image index ingest saved (exact, or approximate for large
     catalogs) and the neural model whose text tower encodes the query."""
     from vismerch.indexes.stored import similarity_index

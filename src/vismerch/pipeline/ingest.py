@@ -1,8 +1,8 @@
 """The ingest driver: read the source, plan, distribute, commit, derive.
 
-Each finished task is committed in one SQLite transaction (its shard rows, features,
-images, colours, quality, product rows, errors), after its shard files were renamed
-into place. A run killed at any moment therefore leaves only whole, committed tasks
+Each finished task is committed in one SQLite transaction (``pipeline/commit.py``: its
+shard rows, features, images, colours, quality, product rows, errors), after its shard
+files were renamed into place. A run killed at any moment therefore leaves only whole, committed tasks
 (plus at most some unnamed shard files, deleted on the next open), and running the
 same command again plans only what is missing.
 """
@@ -23,24 +23,21 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from vismerch.catalog.lock import writer_lock
-from vismerch.catalog.shards import (
-    drop_broken_shards,
-    read_shard_or_none,
-    record_shard,
-    remove_orphans,
-    sync_file,
-)
+from vismerch.catalog.shards import drop_broken_shards, read_shard_or_none, remove_orphans
 from vismerch.catalog.sources import ProductRecord, read_source
-from vismerch.catalog.store import THUMB_FORMATS, Store, utc_timestamp, write_descriptions
-from vismerch.catalog.thumbs import forget_missing_packs, record_thumbs, remove_orphan_packs
+from vismerch.catalog.store import Store, utc_timestamp
+from vismerch.catalog.thumbs import forget_missing_packs, remove_orphan_packs
 from vismerch.config import Settings, load_settings
-from vismerch.errors import JobFailed, StoreError, UsageError
+from vismerch.errors import JobFailed, StoreError
+from vismerch.pipeline.commit import commit_task, failed_task_result, record_unread, update_metadata
 from vismerch.pipeline.plan import plan_tasks
-from vismerch.pipeline.tasks import BackendSpec, IngestSpec, ItemResult, Task, TaskResult
+from vismerch.pipeline.preflight import check_settings, check_sources
+from vismerch.pipeline.tasks import BackendSpec, IngestSpec, Task, TaskResult
 
 MAX_TASK_ATTEMPTS = 2
 PREREAD_MAX_ROWS = 200_000  # feature rows the driver keeps read ahead for derive (~1 GB at most)
@@ -62,128 +59,6 @@ class IngestSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-_UPSERT_PRODUCT = """INSERT INTO products (id, image_path, sha256, status, title, description,
-               category, brand, price, stock, sales, created_at, attributes, file_size, file_mtime,
-               updated_run)
-           VALUES (:id, :image_path, :sha256, :status, :title, :description, :category, :brand,
-               :price, :stock, :sales, :created_at, :attributes, :file_size, :file_mtime, :run)
-           ON CONFLICT(id) DO UPDATE SET image_path=excluded.image_path, sha256=excluded.sha256,
-               status=excluded.status, title=excluded.title, description=excluded.description,
-               category=excluded.category, brand=excluded.brand, price=excluded.price,
-               stock=excluded.stock, sales=excluded.sales, created_at=excluded.created_at,
-               attributes=excluded.attributes, file_size=excluded.file_size,
-               file_mtime=excluded.file_mtime, updated_run=excluded.updated_run"""
-
-
-def _product_row(record: ProductRecord, run_id: int, **fields: Any) -> dict[str, Any]:
-    return {
-        "id": record.id, "image_path": record.location, "title": record.title,
-        "description": record.description, "category": record.category, "brand": record.brand,
-        "price": record.price, "stock": record.stock, "sales": record.sales,
-        "created_at": record.created_at,
-        "attributes": json.dumps(record.attributes, sort_keys=True, default=str),
-        "run": run_id, **fields,
-    }
-
-
-def _upsert_product(con, record: ProductRecord, run_id: int, **fields: Any) -> None:
-    con.execute(_UPSERT_PRODUCT, _product_row(record, run_id, **fields))
-
-
-_METADATA = "title, description, category, brand, price, stock, sales, created_at, attributes"
-
-
-def _update_metadata(con, records: list[ProductRecord]) -> None:
-    """Metadata of images that were skipped may still have changed; only rows that did
-    change are written (an unchanged catalog of a million products rewrites nothing)."""
-    con.executemany(
-        f"UPDATE products SET ({_METADATA}) = (?,?,?,?,?,?,?,?,?) "
-        f"WHERE id = ? AND ({_METADATA}) IS NOT (?,?,?,?,?,?,?,?,?)",
-        [(*values, record.id, *values) for record in records
-         for values in [(record.title, record.description, record.category, record.brand,
-                         record.price, record.stock, record.sales, record.created_at,
-                         json.dumps(record.attributes, sort_keys=True, default=str))]],
-    )
-
-
-def _commit_task(store: Store, result: TaskResult, records: dict[str, ProductRecord], run_id: int) -> None:
-    """One task in one transaction, a few statements per table (executemany), not per image."""
-    images, cleared, errors, products, validators = [], [], [], [], []
-    for item in result.items:
-        record = records[item.product_id]
-        if record.image_url is not None and item.sha256 and item.reason is None:
-            validators.append((record.image_url, item))
-        if item.unchanged:  # 304: the image row and features from its last download hold
-            cleared.append((item.product_id,))
-            products.append(_product_row(record, run_id, sha256=item.sha256, status="ok",
-                                         file_size=None, file_mtime=None))
-        elif item.reason is None:
-            images.append((item.sha256, item.width, item.height, item.nbytes, item.format))
-            cleared.append((item.product_id,))
-            products.append(_product_row(record, run_id, sha256=item.sha256, status="ok",
-                                         file_size=item.file_size, file_mtime=item.file_mtime))
-        else:
-            errors.append((item.product_id, record.location, item.sha256, item.reason,
-                           item.detail, run_id))
-            products.append(_product_row(record, run_id, sha256=item.sha256, status="failed",
-                                         file_size=item.file_size, file_mtime=item.file_mtime))
-    # the worker wrote its shards and thumbnail pack without waiting on the disk: their
-    # bytes are made durable here, before the transaction that names them
-    for rel in [shard.path for shard in result.shards] + sorted({t.pack for t in result.thumbs}):
-        sync_file(store.path / rel)
-    with store.transaction() as con:
-        for shard in result.shards:
-            record_shard(con, shard.backend, shard.fingerprint, shard.spec_key, shard.path,
-                         shard.sha256, run_id)
-        write_descriptions(con, [(sha, colours, result.quality.get(sha, []),
-                                  result.multicolour.get(sha, False))
-                                 for sha, colours in result.colours.items()])
-        record_thumbs(con, result.thumbs)
-        for url, item in validators:
-            _record_validators(con, url, item, run_id)
-        con.executemany("INSERT OR REPLACE INTO images (sha256, width, height, bytes, format) "
-                        "VALUES (?,?,?,?,?)", images)
-        con.executemany("DELETE FROM errors WHERE product_id = ?", cleared)
-        con.executemany("INSERT OR REPLACE INTO errors (product_id, image_path, sha256, reason, "
-                        "detail, run_id) VALUES (?,?,?,?,?,?)", errors)
-        con.executemany(_UPSERT_PRODUCT, products)
-
-
-def _record_validators(con, url: str, item: ItemResult, run_id: int) -> None:
-    """Keep what the server said identifies this version (or forget stale validators), in
-    the task's transaction: a killed run never keeps validators for uncommitted work."""
-    if item.etag or item.last_modified:
-        con.execute(
-            "INSERT OR REPLACE INTO remote_images (url, sha256, etag, last_modified, run_id) "
-            "VALUES (?,?,?,?,?)", (url, item.sha256, item.etag, item.last_modified, run_id))
-    else:
-        con.execute("DELETE FROM remote_images WHERE url = ?", (url,))
-
-
-def _record_unread(store: Store, missing: list[tuple[ProductRecord, str, str]], run_id: int) -> None:
-    """Products refused before any read: (record, reason, detail)."""
-    with store.transaction() as con:
-        for record, reason, detail in missing:
-            con.execute(
-                "INSERT OR REPLACE INTO errors (product_id, image_path, sha256, reason, detail, run_id) "
-                "VALUES (?,?,NULL,?,?,?)",
-                (record.id, record.location, reason, detail, run_id),
-            )
-            _upsert_product(con, record, run_id, sha256=None, status="failed",
-                            file_size=None, file_mtime=None)
-
-
-def _failed_task_result(task: Task, error: str) -> TaskResult:
-    first_line = error.splitlines()[0] if error else "unknown error"
-    return TaskResult(
-        index=task.index,
-        items=[
-            ItemResult(i.product_id, i.file_size, i.file_mtime, reason="worker-error", detail=first_line)
-            for i in task.items
-        ],
-    )
 
 
 def _identity(name: str, options: dict[str, Any]) -> str:
@@ -213,58 +88,6 @@ def backend_specs(backends: list[str] | tuple[str, ...], options: dict[str, dict
 
 def _disk_full(message: str) -> bool:
     return "No space left on device" in message or "database or disk is full" in message
-
-
-MAX_WORKERS_PER_CORE = 4  # decode is CPU-bound: more processes than this only add memory
-
-
-def check_workers(workers: int) -> int:
-    """Worker processes for ``--workers`` (0 = one per core); negative or absurd counts are
-    refused rather than quietly bent."""
-    cores = os.cpu_count() or 1
-    cap = MAX_WORKERS_PER_CORE * cores
-    if workers < 0 or workers > cap:
-        raise UsageError(f"--workers {workers}: give 0 (one per core) or 1 to {cap} "
-                         f"({MAX_WORKERS_PER_CORE} per core on this machine's {cores})")
-    return workers or cores
-
-
-def _check_models(specs: tuple[BackendSpec, ...]) -> None:
-    """A neural model that cannot load stops the run here, once, with the reason and a
-    hint, before the store is touched or any task starts (a worker that failed to load it
-    would refuse every image with the same error)."""
-    from vismerch.features.base import BACKENDS, backend_info
-
-    for spec in specs:
-        info = backend_info(spec.name) if spec.name in BACKENDS else None
-        if info is not None and info.check is not None:
-            options = spec.kwargs()
-            info.check(spec.name, options.get("model"), options.get("revision"))
-
-
-def _check_fetch_settings(settings: Settings) -> None:
-    """A malformed allow-list stops the run before it starts, not in every worker."""
-    from vismerch.catalog.fetch import FetchPolicy
-
-    try:
-        FetchPolicy.from_settings(settings.as_dict())
-    except ValueError as exc:
-        raise UsageError(str(exc), hint="fetch_allow_hosts takes host names, IP addresses and "
-                         "CIDR networks separated by commas") from None
-
-
-def _check_cuda(device: str) -> None:
-    """Fail before any work when CUDA was asked for and is not there."""
-    import torch
-
-    if not torch.cuda.is_available():
-        raise UsageError(
-            f"--device {device}: no CUDA device is available (torch {torch.__version__})",
-            hint="use --device cpu, or install a CUDA build of torch on a machine with a GPU",
-        )
-    index = device.partition(":")[2]
-    if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
-        raise UsageError(f"--device {device}: this machine has {torch.cuda.device_count()} GPU(s)")
 
 
 def _make_distributor(settings: Settings, n_workers: int, n_tasks: int):
@@ -360,6 +183,71 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What one ingest run was asked to do, once its settings are resolved and checked."""
+
+    source: str | os.PathLike
+    records: list[ProductRecord]
+    settings: Settings
+    n_workers: int
+    specs: tuple[BackendSpec, ...]
+    distributor: Any
+    progress: bool
+    derive: bool
+    started: float
+    on_progress: Callable[[int, int, int], None] | None
+
+    @cached_property
+    def by_id(self) -> dict[str, ProductRecord]:
+        return {r.id: r for r in self.records}
+
+    def report(self, run_id: int, done: int) -> None:
+        if self.on_progress is not None:
+            self.on_progress(run_id, done, len(self.records))
+
+
+@dataclass
+class _Tally:
+    """The run's accounting as task results come in."""
+
+    accounted: int
+    reasons: Counter
+    phases: Counter = field(default_factory=Counter)
+    ingested: int = 0
+    unchanged: int = 0
+
+    def add(self, result: TaskResult, n_items: int) -> None:
+        """A committed task's result (``n_items``: the products the task was given)."""
+        self.phases.update(result.timings)
+        for item in result.items:
+            if item.unchanged:  # a URL answered 304: nothing downloaded
+                self.unchanged += 1
+            elif item.reason is None:
+                self.ingested += 1
+            else:
+                self.reasons[item.reason] += 1
+        self.accounted += n_items
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How ``ingest`` runs, besides what and with which backends and settings.
+
+    ``workers``/``device`` override those settings; ``distributor``: one to use (and not
+    close) instead of the one the settings name; ``progress``: a progress bar; ``derive``:
+    rebuild derived data after the run; ``on_progress(run_id, done, total)`` is called once
+    planning is done and after every committed task (``done`` counts products accounted
+    for: skipped, refused or processed)."""
+
+    workers: int | None = None
+    device: str | None = None
+    distributor: Any = None
+    progress: bool = True
+    derive: bool = True
+    on_progress: Callable[[int, int, int], None] | None = None
+
+
 def ingest(
     source: str | os.PathLike,
     store_path: str | os.PathLike,
@@ -367,32 +255,21 @@ def ingest(
     backends: list[str] | tuple[str, ...] = ("colour",),
     backend_options: dict[str, dict[str, Any]] | None = None,
     settings: Settings | None = None,
-    workers: int | None = None,
-    device: str | None = None,
-    distributor: Any = None,
-    progress: bool = True,
-    derive: bool = True,
-    on_progress: Callable[[int, int, int], None] | None = None,
+    **options: Any,
 ) -> IngestSummary:
-    """Ingest a folder or manifest into a store; returns the run's summary.
-
-    ``on_progress(run_id, done, total)`` is called once planning is done and after every
-    committed task (``done`` counts products accounted for: skipped, refused or processed).
+    """Ingest a folder or manifest into a store; returns the run's summary. ``options``:
+    the fields of ``IngestOptions``.
 
     Raises JobFailed when the source has images but none could be ingested.
     """
+    opts = IngestOptions(**options)
     settings = settings or load_settings()
-    overrides = {"workers": workers, "device": device}
+    overrides = {"workers": opts.workers, "device": opts.device}
     settings = settings.replace(**{k: v for k, v in overrides.items() if v is not None})
-    n_workers = check_workers(settings.workers)
-    if settings.thumb_format not in THUMB_FORMATS:
-        raise UsageError(f"thumb_format must be one of {', '.join(THUMB_FORMATS)}, "
-                         f"not {settings.thumb_format!r}")
-    if settings.device.startswith("cuda"):
-        _check_cuda(settings.device)
+    n_workers = check_settings(settings)
     started = time.perf_counter()
-    _check_fetch_settings(settings)
-    _check_models(backend_specs(backends, backend_options))
+    specs = backend_specs(backends, backend_options)
+    check_sources(settings, specs)
 
     existing = Path(store_path).is_dir()
     with contextlib.ExitStack() as locked:
@@ -400,13 +277,13 @@ def ingest(
             locked.enter_context(writer_lock(store_path))
         records = read_source(source, max_id_chars=settings.manifest_max_id_chars,
                               max_text_chars=settings.manifest_max_text_chars)
+        run = _Run(source, records, settings, n_workers, specs, opts.distributor, opts.progress,
+                   opts.derive, started, opts.on_progress)
         store = Store.open(store_path, create=True)  # only now: a bad manifest makes no store
         try:
             if not existing:  # a new store: nobody else can know it yet
                 locked.enter_context(writer_lock(store.path))
-            return _ingest_locked(store, source, records, {r.id: r for r in records}, settings,
-                                  n_workers, backends, backend_options, distributor, progress,
-                                  derive, started, on_progress)
+            return _ingest_locked(store, run)
         except (OSError, sqlite3.OperationalError) as exc:
             if not _disk_full(str(exc)) and getattr(exc, "errno", None) != errno.ENOSPC:
                 raise
@@ -419,10 +296,30 @@ def ingest(
             store.close()
 
 
-def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_workers: int,
-                   backends, backend_options, distributor, progress: bool, derive: bool,
-                   started: float, on_progress=None) -> IngestSummary:
+def _ingest_locked(store: Store, run: _Run) -> IngestSummary:
     """The run itself, under the store's writer lock."""
+    _tidy_store(store, run.settings)
+    run_id = _start_run(store, run)
+    plan, unread = _plan(store, run, run_id)
+    tally = _Tally(accounted=len(run.records) - plan.n_items,
+                   reasons=Counter(reason for _, reason, _ in unread))
+    run.report(run_id, tally.accounted)
+    read_ahead = _ReadAhead(store.path, PREREAD_MAX_ROWS) if run.derive else None
+    ahead = _run_tasks(store, run, run_id, plan, tally, read_ahead)
+    if run.derive:
+        t = time.perf_counter()
+        if ahead is not None:
+            ahead.join()  # long done after a run of any size; derive's imports then find them
+        from vismerch.merch.derive import refresh_derived
+
+        with gc_paused():
+            refresh_derived(store, run.settings, read_ahead.shards)
+        tally.phases["derive"] += time.perf_counter() - t
+    return _finish(store, run, run_id, len(plan.skipped), tally)
+
+
+def _tidy_store(store: Store, settings: Settings) -> None:
+    """Repair what a killed run or a damaged store left, before planning."""
     with store.transaction() as con:  # a deleted or damaged shard: re-feature its images
         repaired = drop_broken_shards(store.path, con)
     for rel, problem in repaired:
@@ -439,49 +336,54 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
         from vismerch.merch.derive import DESCRIBE_KEY
 
         store.set_meta(DESCRIBE_KEY, describe_key(settings))
+
+
+def _start_run(store: Store, run: _Run) -> int:
     with store.transaction() as con:
-        run_id = con.execute(
+        return con.execute(
             "INSERT INTO runs (started_at, source, settings) VALUES (?,?,?)",
-            (utc_timestamp(), str(Path(source).resolve()),
-             json.dumps(settings.as_dict(), sort_keys=True)),
+            (utc_timestamp(), str(Path(run.source).resolve()),
+             json.dumps(run.settings.as_dict(), sort_keys=True)),
         ).lastrowid
-    specs = backend_specs(backends, backend_options)
-    root = Path(source).resolve()
-    plan = plan_tasks(records, store, [b.key for b in specs], _task_size(settings),
+
+
+def _plan(store: Store, run: _Run, run_id: int) -> tuple[Any, list[tuple[ProductRecord, str, str]]]:
+    """The tasks still to do; skipped products' metadata and unreadable products recorded."""
+    root = Path(run.source).resolve()
+    plan = plan_tasks(run.records, store, [b.key for b in run.specs], _task_size(run.settings),
                       root=root if root.is_dir() else root.parent,
-                      max_bytes=settings.max_image_bytes, workers=n_workers)
+                      max_bytes=run.settings.max_image_bytes, workers=run.n_workers)
     with store.transaction() as con:
-        _update_metadata(con, plan.skipped)
+        update_metadata(con, plan.skipped)
     unread = [(r, "missing-file", f"{r.image_path} does not exist") for r in plan.missing]
     unread += [(r, refusal.reason, refusal.message) for r, refusal in plan.refused]
     if unread:
-        _record_unread(store, unread, run_id)
-    report = on_progress or (lambda run, done, total: None)
-    accounted = len(records) - plan.n_items
-    report(run_id, accounted, len(records))
+        record_unread(store, unread, run_id)
+    return plan, unread
 
+
+def _run_tasks(store: Store, run: _Run, run_id: int, plan: Any, tally: _Tally,
+               read_ahead: _ReadAhead | None) -> threading.Thread | None:
+    """Every task through the distributor, each result committed as it comes, a failed task
+    retried once; the thread importing derive's modules meanwhile (or None)."""
     spec = IngestSpec(
         store_path=str(store.path.resolve()),
-        backends=specs,
-        settings=tuple(sorted(settings.as_dict().items())),
-        device=settings.device,
+        backends=run.specs,
+        settings=run.settings,
+        device=run.settings.device,
         run_id=run_id,
     )
-    own_distributor = distributor is None
-    if own_distributor:
-        distributor = _make_distributor(settings, n_workers, len(plan.tasks))
-    phases: Counter = Counter()
-    reasons: Counter = Counter(reason for _, reason, _ in unread)
-    ingested = unchanged = 0
-    tasks_by_index = {t.index: t for t in plan.tasks}
-    read_ahead = _ReadAhead(store.path, PREREAD_MAX_ROWS) if derive else None
+    distributor = run.distributor
+    if distributor is None:
+        distributor = _make_distributor(run.settings, run.n_workers, len(plan.tasks))
     if read_ahead is not None:
         read_ahead.ask(plan.tasks)
+    tasks_by_index = {t.index: t for t in plan.tasks}
     ahead: threading.Thread | None = None
     attempts: Counter = Counter()
     try:
-        with _progress(progress, plan.n_items) as advance:
-            if derive and plan.tasks:
+        with _progress(run.progress, plan.n_items) as advance:
+            if run.derive and plan.tasks:
                 ahead = _import_ahead(DERIVE_MODULES)
             todo = list(plan.tasks)
             while todo:
@@ -489,64 +391,57 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
                 for result in distributor.run(todo, spec):
                     task = tasks_by_index[result.index]
                     if result.error is not None:
-                        if _disk_full(result.error):  # retrying or recording would not help
-                            raise OSError(errno.ENOSPC, result.error.splitlines()[0])
-                        attempts[task.index] += 1
-                        if attempts[task.index] < MAX_TASK_ATTEMPTS:
+                        result = _failed(task, result.error, attempts)
+                        if result is None:
                             retry.append(task)
                             continue
-                        result = _failed_task_result(task, result.error)
-                    _commit_task(store, result, by_id, run_id)
+                    commit_task(store, result, run.by_id, run_id)
                     if read_ahead is not None:
                         read_ahead.add(result.shards)
-                    phases.update(result.timings)
-                    for item in result.items:
-                        if item.unchanged:  # a URL answered 304: nothing downloaded
-                            unchanged += 1
-                        elif item.reason is None:
-                            ingested += 1
-                        else:
-                            reasons[item.reason] += 1
+                    tally.add(result, len(task.items))
                     advance(len(task.items))
-                    accounted += len(task.items)
-                    report(run_id, accounted, len(records))
+                    run.report(run_id, tally.accounted)
                 todo = retry
     finally:
-        if own_distributor:
+        if run.distributor is None:
             distributor.close()
+    return ahead
 
-    if derive:
-        t = time.perf_counter()
-        if ahead is not None:
-            ahead.join()  # long done after a run of any size; derive's imports then find them
-        from vismerch.merch.derive import refresh_derived
 
-        with gc_paused():
-            refresh_derived(store, settings, read_ahead.shards)
-        phases["derive"] += time.perf_counter() - t
+def _failed(task: Task, error: str, attempts: Counter) -> TaskResult | None:
+    """None: try the task again; else the result that refuses its every image."""
+    if _disk_full(error):  # retrying or recording would not help
+        raise OSError(errno.ENOSPC, error.splitlines()[0])
+    attempts[task.index] += 1
+    if attempts[task.index] < MAX_TASK_ATTEMPTS:
+        return None
+    return failed_task_result(task, error)
 
-    seconds = time.perf_counter() - started
-    failed = sum(reasons.values())
+
+def _finish(store: Store, run: _Run, run_id: int, skipped: int, tally: _Tally) -> IngestSummary:
+    """The summary, written to the run's row; JobFailed when nothing could be ingested."""
+    seconds = time.perf_counter() - run.started
+    failed = sum(tally.reasons.values())
     summary = IngestSummary(
         store=str(store.path),
         run_id=run_id,
-        total=len(records),
-        ingested=ingested,
-        skipped=len(plan.skipped) + unchanged,
+        total=len(run.records),
+        ingested=tally.ingested,
+        skipped=skipped + tally.unchanged,
         failed=failed,
-        failed_by_reason=dict(sorted(reasons.items())),
+        failed_by_reason=dict(sorted(tally.reasons.items())),
         seconds=round(seconds, 3),
-        images_per_s=round(ingested / seconds, 2) if seconds > 0 else 0.0,
-        phases={k: round(v, 3) for k, v in sorted(phases.items())},
+        images_per_s=round(tally.ingested / seconds, 2) if seconds > 0 else 0.0,
+        phases={k: round(v, 3) for k, v in sorted(tally.phases.items())},
     )
     with store.transaction() as con:
         con.execute(
             "UPDATE runs SET finished_at = ?, summary = ? WHERE id = ?",
             (utc_timestamp(), json.dumps(summary.as_dict()), run_id),
         )
-    if records and ingested == 0 and summary.skipped == 0:
+    if run.records and tally.ingested == 0 and summary.skipped == 0:
         raise JobFailed(
-            f"no image could be ingested from {source} ({failed} refused)",
+            f"no image could be ingested from {run.source} ({failed} refused)",
             hint="see the reasons above: vismerch errors " + str(store.path),
         )
     return summary

@@ -138,14 +138,19 @@ def plan_tasks(
             continue
         items.append(TaskItem(record.id, str(record.image_path), stat.st_size, stat.st_mtime))
         hints.append(row["sha256"] if row is not None else None)
-    # The worker learns an image's hash only after reading it. Hand each task the
-    # features its items' previous hashes have (a touched-but-unchanged file then
-    # skips encoding) instead of the whole store's map.
+    tasks = _tasks(items, hints, featured, task_step(len(items), task_size, workers))
+    return Plan(tasks=tasks, skipped=skipped, missing=missing, refused=refused)
+
+
+def _tasks(items: list[TaskItem], hints: list[str | None], featured: dict[str, tuple[str, ...]],
+           step: int) -> list[Task]:
+    """Items in tasks of ``step``. The worker learns an image's hash only after reading it:
+    each task gets the features its items' previous hashes have (a touched-but-unchanged file
+    then skips encoding) instead of the whole store's map."""
     tasks = []
-    step = task_step(len(items), task_size, workers)
     for i, start in enumerate(range(0, len(items), step)):
         featured_here = {
             sha: featured[sha] for sha in hints[start:start + step] if sha and sha in featured
         }
         tasks.append(Task(index=i, items=items[start:start + step], featured=featured_here))
-    return Plan(tasks=tasks, skipped=skipped, missing=missing, refused=refused)
+    return tasks

@@ -22,6 +22,7 @@ from vismerch.catalog.reading import read_image_file
 from vismerch.catalog.shards import shard_columns, write_shard
 from vismerch.catalog.store import THUMB_FORMATS
 from vismerch.catalog.thumbs import write_pack
+from vismerch.config import Settings, setting
 from vismerch.errors import DecodeError
 from vismerch.features.base import fingerprint_key
 from vismerch.imaging.decode import decode_image
@@ -100,15 +101,15 @@ def write_thumbs(out: DecodedTask, store_path: Path, fmt: str, timer: PhaseTimer
 
 
 def _cpu_decode(data: bytes, sha: str, res: ItemResult, needs: tuple[str, ...], out: DecodedTask,
-                settings: dict[str, Any], timer: PhaseTimer) -> None:
+                settings: Settings, timer: PhaseTimer) -> None:
     """Safe CPU decode of one image into ``out``; a refusal is recorded on ``res``."""
     t = time.perf_counter()
     try:
         decoded = decode_image(
             data,
-            working_size=settings["working_size"],
-            max_pixels=settings["max_pixels"],
-            thumb_size=settings["thumb_size"],
+            working_size=settings.working_size,
+            max_pixels=settings.max_pixels,
+            thumb_size=settings.thumb_size,
         )
     except DecodeError as exc:
         res.reason, res.detail = exc.reason, exc.message
@@ -140,13 +141,12 @@ def decode_task(task: Task, spec: IngestSpec, defer_jpeg: bool = False) -> Decod
     With ``defer_jpeg`` (a GPU consumer has nvJPEG), upright baseline RGB/grey JPEGs under
     the pixel limit are only header-checked here and left in ``raw`` for ``gpu_decode``.
     """
-    settings = spec.settings_dict()
+    settings = spec.settings
     store_path = Path(spec.store_path)
-    wanted = tuple(b.key for b in spec.backends)
     result = TaskResult(index=task.index)
     out = DecodedTask(result=result, return_columns=task.return_columns)
     timer = PhaseTimer(result.timings)
-    seen: dict[str, ItemResult] = {}
+    run = _Decoding(task, tuple(b.key for b in spec.backends), defer_jpeg, out, settings, timer)
     t = time.perf_counter()
     for item, got in _read_items(task.items, settings):
         # URLs download on threads ahead of this loop: "fetch" is the time spent waiting
@@ -155,23 +155,23 @@ def decode_task(task: Task, spec: IngestSpec, defer_jpeg: bool = False) -> Decod
         result.items.append(res)
         data = _take(item, got, res)
         if data is not None:
-            _hash_and_decode(data, res, task, wanted, seen, defer_jpeg, out, settings, timer)
+            _hash_and_decode(data, res, run)
         t = time.perf_counter()
-    write_thumbs(out, store_path, settings["thumb_format"], timer)
+    write_thumbs(out, store_path, settings.thumb_format, timer)
     return out
 
 
-def _read_one(item: TaskItem, settings: dict[str, Any], policy: FetchPolicy | None) -> bytes | Fetched:
+def _read_one(item: TaskItem, settings: Settings, policy: FetchPolicy | None) -> bytes | Fetched:
     """The bytes of a local file, or a URL's download (Fetched); raises on refusal."""
     if policy is None or url_scheme(item.path) is None:
-        return read_image_file(item.path, settings.get("max_image_bytes"))
+        return read_image_file(item.path, setting(settings, "max_image_bytes"))
     return fetch(item.path, policy, item.etag, item.last_modified)
 
 
-def _read_items(items: list[TaskItem], settings: dict[str, Any]):
+def _read_items(items: list[TaskItem], settings: Settings):
     """(item, bytes | Fetched | the exception) in order. A task with URLs downloads them on
     ``fetch_concurrency`` threads, a bounded window ahead; local files are read in turn."""
-    policy = FetchPolicy.from_settings(settings) if any(url_scheme(i.path) for i in items) else None
+    policy = FetchPolicy.from_settings(settings.as_dict()) if any(url_scheme(i.path) for i in items) else None
 
     def read(item: TaskItem):
         try:
@@ -208,9 +208,21 @@ def _take(item: TaskItem, got: Any, res: ItemResult) -> bytes | None:
     return got
 
 
-def _hash_and_decode(data: bytes, res: ItemResult, task: Task, wanted: tuple[str, ...],
-                     seen: dict[str, ItemResult], defer_jpeg: bool, out: DecodedTask,
-                     settings: dict[str, Any], timer: PhaseTimer) -> None:
+@dataclass
+class _Decoding:
+    """One task's decode: what it wants, where it goes, the hashes seen so far."""
+
+    task: Task
+    wanted: tuple[str, ...]  # backend keys
+    defer_jpeg: bool
+    out: DecodedTask
+    settings: Settings
+    timer: PhaseTimer
+    seen: dict[str, ItemResult] = field(default_factory=dict)
+
+
+def _hash_and_decode(data: bytes, res: ItemResult, run: _Decoding) -> None:
+    task, seen, out, settings, timer = run.task, run.seen, run.out, run.settings, run.timer
     t = time.perf_counter()
     sha = hashlib.sha256(data).hexdigest()
     res.sha256, res.nbytes = sha, len(data)
@@ -219,18 +231,18 @@ def _hash_and_decode(data: bytes, res: ItemResult, task: Task, wanted: tuple[str
         _copy_outcome(res, seen[sha])
         return
     seen[sha] = res
-    needs = tuple(k for k in wanted if k not in task.featured.get(sha, ()))
-    if defer_jpeg and needs and _defer(data, settings, res):
+    needs = tuple(k for k in run.wanted if k not in task.featured.get(sha, ()))
+    if run.defer_jpeg and needs and _defer(data, settings, res):
         out.raw[sha], out.needs[sha] = data, needs
         out.sizes[sha] = (res.width, res.height)
         return
     _cpu_decode(data, sha, res, needs, out, settings, timer)
 
 
-def _defer(data: bytes, settings: dict[str, Any], res: ItemResult) -> bool:
+def _defer(data: bytes, settings: Settings, res: ItemResult) -> bool:
     from vismerch.imaging.gpu_decode import gpu_decode_eligible
 
-    size = gpu_decode_eligible(data, settings["max_pixels"])
+    size = gpu_decode_eligible(data, settings.max_pixels)
     if size is None:
         return False
     (res.width, res.height), res.format = size, "JPEG"
@@ -246,29 +258,29 @@ def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTa
     from vismerch.imaging.decode import thumbnail
     from vismerch.imaging.gpu_decode import decode_jpegs_gpu
 
-    settings = spec.settings_dict()
+    settings = spec.settings
     store_path = Path(spec.store_path)
     timer = PhaseTimer(decoded.result.timings)
     shas = list(decoded.raw)
     datas = [decoded.raw[s] for s in shas]
     t = time.perf_counter()
-    batch, done = decode_jpegs_gpu(datas, device, settings["working_size"], settings["max_pixels"],
+    batch, done = decode_jpegs_gpu(datas, device, settings.working_size, settings.max_pixels,
                                    checked=True)
     t = timer.add("decode:gpu", t)
     by_sha = {item.sha256: item for item in decoded.result.items if item.sha256 in decoded.raw}
     for row, i in enumerate(done):
         decoded.pixels[shas[i]] = batch[row]
-    if settings["thumb_size"] and done:
+    if settings.thumb_size and done:
         host = batch.cpu().numpy()  # one device-to-host copy for the whole batch
         decoded.thumbs.extend(
-            (shas[i], thumbnail(host[row], *decoded.sizes[shas[i]], settings["thumb_size"]))
+            (shas[i], thumbnail(host[row], *decoded.sizes[shas[i]], settings.thumb_size))
             for row, i in enumerate(done))
     timer.add("thumbs", t)
     for i in sorted(set(range(len(shas))) - set(done)):
         sha = shas[i]
         needs = decoded.needs.pop(sha)
         _cpu_decode(datas[i], sha, by_sha[sha], needs, decoded, settings, timer)
-    write_thumbs(decoded, store_path, settings["thumb_format"], timer, threads=THUMB_THREADS)
+    write_thumbs(decoded, store_path, settings.thumb_format, timer, threads=THUMB_THREADS)
     for item in decoded.result.items:  # copies of the same bytes share the outcome
         first = by_sha.get(item.sha256)
         if first is not None and item is not first:
@@ -279,11 +291,9 @@ def gpu_decode(decoded: DecodedTask, spec: IngestSpec, device: str) -> DecodedTa
 
 def _describe_colour(columns: dict[str, np.ndarray], shas: list[str], sizes, settings, result) -> None:
     """Colour names and quality flags per image, from the colour backend's columns."""
-    from vismerch.config import load_settings
     from vismerch.features.describe import describe
 
-    colours, multi, flags = describe(columns, [sizes[sha] for sha in shas],
-                                     load_settings(base=settings))
+    colours, multi, flags = describe(columns, [sizes[sha] for sha in shas], settings)
     for sha, named, mixed, judged in zip(shas, colours, multi, flags, strict=True):
         result.colours[sha] = named
         result.multicolour[sha] = mixed
@@ -318,8 +328,8 @@ def encode_outputs(decoded: DecodedTask, spec: IngestSpec, backends: dict[str, A
     import torch
 
     timer = PhaseTimer(decoded.result.timings)
-    settings = spec.settings_dict()
-    batch_size = max(1, int(batch_size or settings["batch_size"]))
+    settings = spec.settings
+    batch_size = max(1, int(batch_size or settings.batch_size))
     encoded: list[Encoded] = []
     for bspec in spec.backends:
         shas = [sha for sha, needs in decoded.needs.items() if bspec.key in needs]
@@ -354,7 +364,7 @@ def write_outputs(decoded: DecodedTask, spec: IngestSpec, encoded: list[Encoded]
     colour names and quality flags from the colour backend's columns."""
     result = decoded.result
     timer = PhaseTimer(result.timings)
-    settings = spec.settings_dict()
+    settings = spec.settings
     for out in encoded:
         t = time.perf_counter()
         name = f"part-{spec.run_id:05d}-{result.index:05d}"

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from vismerch.config import Settings
+
 
 @dataclass(frozen=True)
 class BackendSpec:
@@ -31,12 +33,13 @@ class BackendSpec:
 class IngestSpec:
     store_path: str
     backends: tuple[BackendSpec, ...]
-    settings: tuple[tuple[str, Any], ...]
+    settings: Settings  # the driver's, as they are: pickled as their values, equal and hashable
     device: str
     run_id: int
 
-    def settings_dict(self) -> dict[str, Any]:
-        return dict(self.settings)
+    def __post_init__(self) -> None:
+        if not isinstance(self.settings, Settings):  # (name, value) pairs: benchmarks run older commits
+            object.__setattr__(self, "settings", Settings(dict(self.settings)))
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,12 @@ _BACKENDS: dict[tuple, dict[str, Any]] = {}
 
 def backends_for(spec: IngestSpec) -> dict[str, Any]:
     """Backends built from the spec, cached for the life of the process."""
-    from vismerch.config import load_settings
     from vismerch.features.base import create_backend
 
     cache_key = (spec.backends, spec.device, spec.settings)
     if cache_key not in _BACKENDS:
-        settings = load_settings(base=spec.settings_dict())
         _BACKENDS[cache_key] = {
-            b.key: create_backend(b.name, settings=settings, device=spec.device, **b.kwargs())
+            b.key: create_backend(b.name, settings=spec.settings, device=spec.device, **b.kwargs())
             for b in spec.backends
         }
     return _BACKENDS[cache_key]

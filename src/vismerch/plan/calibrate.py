@@ -221,39 +221,46 @@ def _read_doc(doc: dict, path: str, catalog: Catalog, a: Assumptions, cal: Calib
         cal.notes.append(f"{path}: 'results' is not a list; skipped")
         return
     stamp = f"{Path(path).name}" + (f" {doc['date']}" if doc.get("date") else "")
+    reading = _Reading(catalog, a, cal, decode, stamp, doc_gpu, doc.get("device") or doc.get("gpu"))
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
             cal.notes.append(f"{path}: result {i} is not an object; skipped")
             continue
-        kernel = str(entry.get("kernel", "")).lower()
-        if kernel == "colour" or entry.get("backend") == "nvjpeg":
-            # benchmarks/gpu.py's colour-backend and nvJPEG rows: the planner models neither
-            # (the colour backend costs ~0.03 ms/image on a GPU; decode is modelled on CPU cores)
-            cal.notes.append(f"{path}: result {i}: {kernel} on the GPU is not a planner input; skipped")
-            continue
-        if kernel in _DECODE_KERNELS:  # CPU work: no GPU needed
-            why = _read_decode(entry, decode)
-            if why:
-                cal.notes.append(f"{path}: result {i}: {why}")
-            continue
-        if kernel in _INGEST_KERNELS:  # a whole run; "cpu" where it ran on no catalogued GPU
-            why = _read_ingest(entry, _gpu_key(entry, catalog) or doc_gpu or "cpu", stamp, cal)
-            if why:
-                cal.notes.append(f"{path}: result {i}: {why}")
-            continue
-        if str(entry.get("kernel", "")).lower() in _SCALING_KERNELS:  # CPU workers: no GPU needed
-            why = _read_scaling(entry, stamp, cal)
-            if why:
-                cal.notes.append(f"{path}: result {i}: {why}")
-            continue
-        gpu_key = _gpu_key(entry, catalog) or doc_gpu
-        if gpu_key is None:
-            cal.notes.append(f"{path}: result {i}: GPU {doc.get('device') or doc.get('gpu')!r} "
-                             "not in the catalog; skipped (add it with --hardware)")
-            continue
-        why = _read_entry(entry, gpu_key, stamp, catalog, a, cal)
+        why = _read_result(entry, reading)
         if why:
             cal.notes.append(f"{path}: result {i}: {why}")
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """Where one document's results are read into, and what the document says of them."""
+
+    catalog: Catalog
+    a: Assumptions
+    cal: Calibration
+    decode: list[float]
+    stamp: str
+    gpu: str | None  # the document's GPU in the catalog
+    device: Any  # what the document calls its device
+
+
+def _read_result(entry: dict, r: _Reading) -> str | None:
+    """One result into the calibration; why it was skipped, or None."""
+    kernel = str(entry.get("kernel", "")).lower()
+    if kernel == "colour" or entry.get("backend") == "nvjpeg":
+        # benchmarks/gpu.py's colour-backend and nvJPEG rows: the planner models neither
+        # (the colour backend costs ~0.03 ms/image on a GPU; decode is modelled on CPU cores)
+        return f"{kernel} on the GPU is not a planner input; skipped"
+    if kernel in _DECODE_KERNELS:  # CPU work: no GPU needed
+        return _read_decode(entry, r.decode)
+    if kernel in _INGEST_KERNELS:  # a whole run; "cpu" where it ran on no catalogued GPU
+        return _read_ingest(entry, _gpu_key(entry, r.catalog) or r.gpu or "cpu", r.stamp, r.cal)
+    if kernel in _SCALING_KERNELS:  # CPU workers: no GPU needed
+        return _read_scaling(entry, r.stamp, r.cal)
+    gpu_key = _gpu_key(entry, r.catalog) or r.gpu
+    if gpu_key is None:
+        return f"GPU {r.device!r} not in the catalog; skipped (add it with --hardware)"
+    return _read_entry(entry, gpu_key, r.stamp, r.catalog, r.a, r.cal)
 
 
 def _read_decode(entry: dict, decode: list[float]) -> str | None:

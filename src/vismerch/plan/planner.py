@@ -236,8 +236,8 @@ def _embed(w: Workload, gpu: GPU, prec: str, eff: Efficiency, a: Assumptions,
     if serial > 0:
         notes.append(f"data-parallel efficiency {dp_eff:.0%} at {n // t} replicas "
                      f"(serial share {serial:.3f})")
-    option = _option(gpu, prec, n, gpu_s / (n * dp_eff), rate * dp_eff, bound, strat, ok, eff, a,
-                     w, notes, t)
+    option = _option(gpu, prec, eff, a, w, _Sizing(n, gpu_s / (n * dp_eff), rate * dp_eff, bound, ok, t),
+                     strat, notes)
     if isinstance(option, Option):
         option.gpu_rate = gpu_rate
     return option
@@ -281,7 +281,7 @@ def _finetune(w: Workload, gpu: GPU, prec: str, eff: Efficiency, a: Assumptions,
     if not ok:
         notes.append("deadline not reachable: the fastest count is shown")
     rate = w.units / (hours_s * n)
-    return _option(gpu, prec, n, hours_s, rate, step.bound, strat, ok, eff, a, w, notes, min_n)
+    return _option(gpu, prec, eff, a, w, _Sizing(n, hours_s, rate, step.bound, ok, min_n), strat, notes)
 
 
 def _search(w: Workload, gpu: GPU, prec: str, eff: Efficiency, a: Assumptions,
@@ -302,24 +302,36 @@ def _search(w: Workload, gpu: GPU, prec: str, eff: Efficiency, a: Assumptions,
               "the index fits one GPU; replicas split the queries, nothing is synchronised")
     strat = parallel.Strategy(name, dp=replicas, reason=reason)
     notes = [f"one pass over the vectors serves {a.query_batch:g} queries"]
-    return _option(gpu, prec, n, gpu_s / n, group_rate / shards, timing.bound, strat, ok, eff, a,
-                   w, notes, shards)
+    sizing = _Sizing(n, gpu_s / n, group_rate / shards, timing.bound, ok, shards)
+    return _option(gpu, prec, eff, a, w, sizing, strat, notes)
 
 
-def _option(gpu: GPU, prec: str, n: int, hours_s: float, rate: float, bound: str,
-            strat: parallel.Strategy, ok: bool, eff: Efficiency, a: Assumptions, w: Workload,
-            notes: list[str], min_gpus: int) -> Option:
-    hours = hours_s / 3600
+@dataclass(frozen=True)
+class _Sizing:
+    """How many GPUs an option takes and what each of them does."""
+
+    n: int
+    hours_s: float  # wall seconds
+    rate: float  # units per second per GPU
+    bound: str
+    ok: bool  # meets the deadline
+    min_gpus: int
+
+
+def _option(gpu: GPU, prec: str, eff: Efficiency, a: Assumptions, w: Workload, sizing: _Sizing,
+            strat: parallel.Strategy, notes: list[str]) -> Option:
+    n, hours = sizing.n, sizing.hours_s / 3600
     rent, own = cost.job_costs(hours * n, gpu, a)
     if prec in PRECISION_NOTES:
         notes = [*notes, PRECISION_NOTES[prec]]
     return Option(
         gpu=gpu.key, gpus=n, precision=prec, hours=hours, gpu_hours=hours * n, rent_usd=rent,
-        own_usd=own, bound=bound, strategy=strat.name, reason=strat.reason, rate_per_gpu=rate,
-        meets_deadline=ok, efficiency=eff, capex_usd=cost.ownership(gpu, a).capex_usd,
+        own_usd=own, bound=sizing.bound, strategy=strat.name, reason=strat.reason,
+        rate_per_gpu=sizing.rate, meets_deadline=sizing.ok, efficiency=eff,
+        capex_usd=cost.ownership(gpu, a).capex_usd,
         breakeven_utilisation=cost.breakeven_utilisation(gpu, a),
         breakeven_months=cost.breakeven_months(gpu, a), units=w.units, notes=notes,
-        min_gpus=min_gpus,
+        min_gpus=sizing.min_gpus,
     )
 
 
@@ -399,30 +411,25 @@ def build_workload(kind: str, *, model: str | ViTConfig | dict = "vit-b-16", ima
 
 
 def make_plan(
-    workload: str = "embed", *, model: str | ViTConfig | dict = "vit-b-16", images=None,
-    epochs: float = 1.0, vectors=None, dim: int = 768, queries=None, deadline=None,
-    gpus: Sequence[str] | None = None, precision: str = "auto",
-    assumptions: Assumptions | Mapping[str, Any] | None = None, catalog: Catalog | None = None,
-    calibration: Calibration | None = None, whole_nodes: bool = False,
+    workload: str = "embed", *, deadline=None, gpus: Sequence[str] | None = None,
+    precision: str = "auto", assumptions: Assumptions | Mapping[str, Any] | None = None,
+    catalog: Catalog | None = None, calibration: Calibration | None = None,
+    whole_nodes: bool = False, **shape: Any,
 ) -> Plan:
     """Plan a workload on each candidate GPU; options ranked cheapest rented first.
 
-    ``images``/``vectors``/``queries`` take numbers or "50M"-style strings; ``deadline``
-    takes seconds-as-"24h"-style strings or a number of hours.
+    ``shape``: the workload's size as ``build_workload`` takes it (``model``, ``images``,
+    ``epochs``, ``vectors``, ``dim``, ``queries``); ``images``/``vectors``/``queries`` take
+    numbers or "50M"-style strings; ``deadline`` takes seconds-as-"24h"-style strings or a
+    number of hours.
     """
     a = assumptions if isinstance(assumptions, Assumptions) else Assumptions(assumptions)
     catalog = catalog or Catalog.load()
     notes: list[str] = []
     if calibration is not None:
         notes += calibration.notes
-        if calibration.decode_per_core and not a.is_overridden("decode_per_core"):
-            a = a.replace(why="measured by the calibration benchmark",
-                          decode_per_core=calibration.decode_per_core)
-        if calibration.dp_serial and not a.is_overridden("dp_serial_fraction"):
-            a = a.replace(why=f"measured: {calibration.dp_serial[2]}",
-                          dp_serial_fraction=calibration.dp_serial[0])
-    w = build_workload(workload, model=model, images=images, epochs=epochs, vectors=vectors,
-                       dim=dim, queries=queries, a=a)
+        a = _measured_assumptions(a, calibration)
+    w = build_workload(workload, a=a, **shape)
     deadline_s = None if deadline in (None, "") else parse_duration(deadline)
     keys = [catalog.resolve(g) for g in (gpus or catalog.names())]
     options: list[Option] = []
@@ -453,3 +460,14 @@ def make_plan(
         notes.append("every option is decode-bound: the GPU choice hardly changes the time; "
                      "the cheapest GPU-hour wins")
     return Plan(w, options, skipped, a, sens, notes, deadline_s, calibration, catalog)
+
+
+def _measured_assumptions(a: Assumptions, calibration: Calibration) -> Assumptions:
+    """The calibration's measured decode rate and serial share, unless set by hand."""
+    if calibration.decode_per_core and not a.is_overridden("decode_per_core"):
+        a = a.replace(why="measured by the calibration benchmark",
+                      decode_per_core=calibration.decode_per_core)
+    if calibration.dp_serial and not a.is_overridden("dp_serial_fraction"):
+        a = a.replace(why=f"measured: {calibration.dp_serial[2]}",
+                      dp_serial_fraction=calibration.dp_serial[0])
+    return a

@@ -22,36 +22,8 @@ def _usd(value: float) -> str:
 
 def render_plan(plan: Plan, plots: list[str] | None = None) -> None:
     con = _console()
-    w = plan.workload
-    head = f"[bold]{w.kind}[/] "
-    if w.model is not None:
-        m = w.model
-        head += (f"{m.name} ({m.params() / 1e6:,.1f}M params, "
-                 f"{m.forward_flops() / 1e9:,.1f} GFLOP/image) · ")
-    else:
-        s = w.search
-        head += (f"{human_count(s.vectors)} x {s.dim} vectors ({s.index_bytes / 1e9:,.1f} GB) · ")
-    head += f"{human_count(w.units)} {w.unit}"
-    if plan.deadline_s:
-        head += f" · deadline {human_hours(plan.deadline_s / 3600)}"
-    con.print(head)
-    table = Table(show_lines=False, header_style="bold")
-    for col, justify in (("#", "right"), ("GPU", "left"), ("GPUs", "right"), ("prec.", "left"),
-                         ("wall time", "right"), ("GPU-h", "right"), ("rented", "right"),
-                         ("owned", "right"), ("rent $/M", "right"), ("bound", "left"),
-                         ("strategy", "left"), ("own pays at", "right")):
-        table.add_column(col, justify=justify)
-    for i, o in enumerate(plan.options, 1):
-        d = o.to_dict()
-        be = o.breakeven_utilisation
-        table.add_row(
-            str(i), o.gpu, str(o.gpus), o.precision,
-            human_hours(o.hours) + ("" if o.meets_deadline else " [red](late)[/]"),
-            f"{o.gpu_hours:,.1f}", _usd(o.rent_usd), _usd(o.own_usd),
-            _usd(d["rent_usd_per_million"]), o.bound, o.strategy,
-            "never" if be is None or be > 1 else f"{be:.0%} util.",
-        )
-    con.print(table)
+    con.print(_heading(plan))
+    con.print(_options_table(plan))
     if plan.options:
         top = plan.options[0]
         con.print(f"[bold]{top.gpu}[/]: {top.strategy} — {top.reason}.")
@@ -83,6 +55,42 @@ def render_plan(plan: Plan, plots: list[str] | None = None) -> None:
     con.print("[dim]every assumption with its reason: --json; change any with --set name=value[/]")
     for path in plots or []:
         con.print(f"wrote {path}")
+
+
+def _heading(plan: Plan) -> str:
+    w = plan.workload
+    head = f"[bold]{w.kind}[/] "
+    if w.model is not None:
+        m = w.model
+        head += (f"{m.name} ({m.params() / 1e6:,.1f}M params, "
+                 f"{m.forward_flops() / 1e9:,.1f} GFLOP/image) · ")
+    else:
+        s = w.search
+        head += (f"{human_count(s.vectors)} x {s.dim} vectors ({s.index_bytes / 1e9:,.1f} GB) · ")
+    head += f"{human_count(w.units)} {w.unit}"
+    if plan.deadline_s:
+        head += f" · deadline {human_hours(plan.deadline_s / 3600)}"
+    return head
+
+
+def _options_table(plan: Plan) -> Table:
+    table = Table(show_lines=False, header_style="bold")
+    for col, justify in (("#", "right"), ("GPU", "left"), ("GPUs", "right"), ("prec.", "left"),
+                         ("wall time", "right"), ("GPU-h", "right"), ("rented", "right"),
+                         ("owned", "right"), ("rent $/M", "right"), ("bound", "left"),
+                         ("strategy", "left"), ("own pays at", "right")):
+        table.add_column(col, justify=justify)
+    for i, o in enumerate(plan.options, 1):
+        d = o.to_dict()
+        be = o.breakeven_utilisation
+        table.add_row(
+            str(i), o.gpu, str(o.gpus), o.precision,
+            human_hours(o.hours) + ("" if o.meets_deadline else " [red](late)[/]"),
+            f"{o.gpu_hours:,.1f}", _usd(o.rent_usd), _usd(o.own_usd),
+            _usd(d["rent_usd_per_million"]), o.bound, o.strategy,
+            "never" if be is None or be > 1 else f"{be:.0%} util.",
+        )
+    return table
 
 
 def render_catalog(catalog: Catalog) -> None:

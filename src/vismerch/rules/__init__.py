@@ -3,8 +3,8 @@ validation (``rules.model``), storage (``rules.storage``), resolution on a page
 (``rules.resolve``), conflicts found before saving (``rules.conflicts``) and dated rules
 applied to a published grid at read time (``rules.schedule``). See docs/rules.md."""
 
-from vismerch.rules.kinds import KINDS, OUT_OF_STOCK, RuleKind, get_kind, kind_names, register
-from vismerch.rules.model import OOS_POLICIES, REACHES, Rule, applies_to, parse_stamp, validate
+from vismerch.rules.kinds import KINDS, OOS_POLICIES, OUT_OF_STOCK, RuleKind, get_kind, kind_names, register
+from vismerch.rules.model import REACHES, Rule, applies_to, parse_stamp, validate
 from vismerch.rules.resolve import Resolution, resolve
 from vismerch.rules.storage import (
     add_rule,

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from vismerch.rules.model import Rule
 
 OUT_OF_STOCK = "stock <= 0"
+OOS_POLICIES = ("release", "substitute", "keep")  # what a pin does when its product is out of stock
 KINDS: dict[str, RuleKind] = {}
 
 
@@ -86,8 +87,6 @@ class Pin(RuleKind):
     target = "product"
 
     def validate(self, rule: Rule) -> None:
-        from vismerch.rules.model import OOS_POLICIES
-
         if not rule.product:
             raise InvalidInput("product", "a pin needs a product id", hint="--product ID")
         if rule.position is None or int(rule.position) < 1:

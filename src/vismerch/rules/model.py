@@ -17,7 +17,6 @@ from vismerch.errors import InvalidInput, UsageError
 from vismerch.merch.expr import parse
 from vismerch.rules.kinds import get_kind
 
-OOS_POLICIES = ("release", "substitute", "keep")
 REACHES = ("collection", "subtree")
 
 

@@ -87,18 +87,21 @@ def _widths(columns: int | str | Sequence[int], columns_set: Any = None) -> tupl
 
 def arrange(ws: Workspace, collection: str, *, columns: int | str | Sequence[int] = 4,
             columns_set: Any = None, mode: str = "mix", weights: Any = None,
-            backend: str | None = None, quality_gate: bool = True, duplicates: str = "space",
-            log: bool = True, at: str | None = None) -> CollectionArrangement:
+            **request: Any) -> CollectionArrangement:
     """Arrange ``collection`` for the widths ``columns`` (+ ``columns_set``) at once.
-    ``mode``: mix, flow, or plain (rules and score only, no diversity moves). ``log``
-    records out-of-stock pin substitutions in the rule log."""
+    ``mode``: mix, flow, or plain (rules and score only, no diversity moves). ``request``:
+    ``backend``, ``quality_gate``, ``duplicates``, ``log`` (record out-of-stock pin
+    substitutions in the rule log) and ``at``, as ``merch.layout.ArrangeRequest`` has them."""
     check_choice(mode, MODES, "mode")
+    unknown = sorted(set(request) - {"backend", "quality_gate", "duplicates", "log", "at"})
+    if unknown:
+        raise TypeError(f"arrange() got an unexpected keyword argument {unknown[0]!r}")
     widths = _widths(columns, columns_set)
     return arrange_collection(
         ws.store, collection, columns=widths, mode="mix" if mode == "plain" else mode,
-        weights=weights, backend=backend, quality_gate=quality_gate, duplicates=duplicates,
-        settings=ws.settings, log=log, at=at, load_features=ws.features,
-        strength=0.0 if mode == "plain" else None, behaviour=behaviour_for(ws, collection, weights))
+        weights=weights, settings=ws.settings, load_features=ws.features,
+        strength=0.0 if mode == "plain" else None, behaviour=behaviour_for(ws, collection, weights),
+        **request)
 
 
 def behaviour_for(ws: Workspace, collection: str, weights: Any) -> dict[str, dict[str, float]] | None:

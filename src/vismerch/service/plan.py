@@ -100,15 +100,10 @@ def _overrides(req: PlanRequest, catalog: Any) -> tuple[Any, Any]:
     return assumptions, catalog.with_fields(per_gpu) if per_gpu else catalog
 
 
-def make_plan(req: PlanRequest) -> dict[str, Any]:
-    """The plan JSON for ``req`` (the same object ``vismerch plan --json`` prints)."""
-    from vismerch.plan import planner
-    from vismerch.plan.hardware import PRECISIONS, Catalog
-    from vismerch.plan.units import parse_duration
+def _checked_shape(req: PlanRequest) -> dict[str, Any]:
+    """The request's counts, each one its workload needs present, and a model in range."""
     from vismerch.plan.workloads import get_model
 
-    catalog = Catalog.load()
-    assumptions, catalog = _overrides(req, catalog)
     counts = {name: _count(req, name) for name in ("images", "vectors", "queries")}
     if req.workload == "search":
         for name in ("vectors", "queries"):
@@ -121,12 +116,28 @@ def make_plan(req: PlanRequest) -> dict[str, Any]:
         sizes = {k: v for k, v in vars(config).items() if isinstance(v, int) and not isinstance(v, bool)}
         if any(v > MAX_MODEL_SIZE for v in sizes.values()):
             raise InvalidInput("model", f"model: sizes above {MAX_MODEL_SIZE:,} are not a ViT this plans")
-    deadline = req.deadline
+    return counts
+
+
+def _checked_deadline(deadline: Any) -> Any:
+    from vismerch.plan.units import parse_duration
+
     if deadline is not None:
         if isinstance(deadline, str) and len(deadline) > 40:
             raise InvalidInput("deadline", "deadline: too long to be a duration")
         if _field("deadline", parse_duration, deadline) > MAX_DEADLINE_S:
             raise InvalidInput("deadline", "deadline: at most ten years")
+    return deadline
+
+
+def make_plan(req: PlanRequest) -> dict[str, Any]:
+    """The plan JSON for ``req`` (the same object ``vismerch plan --json`` prints)."""
+    from vismerch.plan import planner
+    from vismerch.plan.hardware import PRECISIONS, Catalog
+    catalog = Catalog.load()
+    assumptions, catalog = _overrides(req, catalog)
+    counts = _checked_shape(req)
+    deadline = _checked_deadline(req.deadline)
     precision = req.precision.strip().lower()
     if precision not in ("auto", *PRECISIONS, "fp16", "int8"):
         raise InvalidInput("precision", f"precision: unknown {req.precision!r}",

@@ -1,6 +1,7 @@
 """Search-query merchandising: query rules and synonyms (CRUD), their use by text search
-(``merchandised``: synonyms widen the query, rules reorder the hits), a before/after
-preview, and the report of zero-result and low-click queries from the event log.
+(``merchandised``: synonyms widen the query, rules reorder the hits; the before/after
+preview is ``service.search.query_preview``), and the report of zero-result and
+low-click queries from the event log.
 What the rules mean is in ``merch.queryrules``; the SQL in ``catalog.query_rules``."""
 
 from __future__ import annotations
@@ -257,16 +258,6 @@ def merchandised(ws: Workspace, query: str, run: Callable[[str, int], Hits], k: 
     info = Merchandising(query=variants[0], searched=variants, synonyms=used, rules=outcome.matched,
                          effects=outcome.effects, conflicts=outcome.conflicts)
     return outcome.hits, outcome.redirect, info
-
-
-def preview(ws: Workspace, query: str, *, k: int = 12, colour: str | None = None,
-            category: str | None = None, at: str | None = None) -> dict[str, Any]:
-    """The same search without and with query merchandising (at ``at``, default now)."""
-    from vismerch.service import search
-
-    before = search.text(ws, query, colour=colour, category=category, k=k, merchandise=False)
-    after = search.text(ws, query, colour=colour, category=category, k=k, at=at)
-    return {"before": before, "after": after}
 
 
 # ---------------------------------------------------------------- report

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from vismerch.errors import InvalidInput, UsageError
 from vismerch.service._util import check_k, require_product
 from vismerch.service.models import Hit, SearchResult
@@ -64,6 +66,14 @@ def text(ws: Workspace, query: str | None = None, *, colour: str | None = None,
     hits, redirect, info = merchandised(ws, query, run, k, at=at)
     return SearchResult(mode=mode, query=query, colour=colour, hits=_hits(hits), redirect=redirect,
                         merchandising=info)
+
+
+def query_preview(ws: Workspace, query: str, *, k: int = 12, colour: str | None = None,
+                  category: str | None = None, at: str | None = None) -> dict[str, Any]:
+    """The same search without and with query merchandising (at ``at``, default now)."""
+    before = text(ws, query, colour=colour, category=category, k=k, merchandise=False)
+    after = text(ws, query, colour=colour, category=category, k=k, at=at)
+    return {"before": before, "after": after}
 
 
 def similar(ws: Workspace, product_id: str, *, k: int = 12, same_category: bool = False,

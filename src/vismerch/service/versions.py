@@ -193,8 +193,9 @@ def save_order(ws: Workspace, collection: str, name: str, result: Any, *,
     items, stored_params, summary = pure.items_of(result)
     pure.check_ids([pid for pid, _ in items])
     expected = _expected_state(ws, collection, expect_state) if publish else None
-    saved = vstore.insert_version(store, collection, name, items, params={**stored_params, **(params or {})},
-                                  summary=summary, by=by, publish=publish, expect_state=expected)
+    version = vstore.NewVersion(name, items, {**stored_params, **(params or {})}, summary)
+    saved = vstore.insert_version(store, collection, version, by=by, publish=publish,
+                                  expect_state=expected)
     return _detail(ws, vstore.version_by_id(store, saved["id"]))
 
 

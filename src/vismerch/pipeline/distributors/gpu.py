@@ -44,6 +44,37 @@ def _decode(task: Task, spec: IngestSpec, defer_jpeg: bool) -> DecodedTask | Tas
         return TaskResult(index=task.index, error=f"{type(exc).__name__}: {exc}")
 
 
+def _consume(device: str, spec: IngestSpec, work: queue.Queue, results: queue.Queue) -> None:
+    """One device's consumer: nvJPEG decode and encode each decoded task until _STOP."""
+    local = dataclasses.replace(spec, device=device)
+    while (item := work.get()) is not _STOP:
+        if isinstance(item, TaskResult):  # decode failed: pass it on
+            results.put(item)
+            continue
+        try:
+            item = gpu_decode(item, local, device)
+            if item.needs:
+                results.put(encode_task(item, local, backends_for(local)))
+            else:
+                results.put(item.result)
+        except Exception as exc:
+            results.put(TaskResult(index=item.result.index, error=f"{type(exc).__name__}: {exc}"))
+
+
+def _feed(pool: ProcessPoolExecutor, tasks: list[Task], spec: IngestSpec, defer: bool,
+          work: queue.Queue, results: queue.Queue, n_consumers: int) -> None:
+    """Decode the tasks in the pool, in order, onto the consumers' queue; then stop them."""
+    try:
+        for decoded in pool.map(_decode, tasks, [spec] * len(tasks), [defer] * len(tasks)):
+            work.put(decoded)
+    except Exception as exc:  # a dead decode worker fails the tasks not yet fed
+        for task in tasks:
+            results.put(TaskResult(index=task.index, error=f"decode pool failed: {exc}"))
+    finally:
+        for _ in range(n_consumers):
+            work.put(_STOP)
+
+
 class DeviceDistributor:
     def __init__(self, workers: int = 1, devices: list[str] | None = None,
                  defer_jpeg: bool | None = None):
@@ -59,40 +90,16 @@ class DeviceDistributor:
         work: queue.Queue = queue.Queue(maxsize=2 * len(devices))
         results: queue.Queue = queue.Queue()
 
-        def consume(device: str) -> None:
-            local = dataclasses.replace(spec, device=device)
-            while (item := work.get()) is not _STOP:
-                if isinstance(item, TaskResult):  # decode failed: pass it on
-                    results.put(item)
-                    continue
-                try:
-                    item = gpu_decode(item, local, device)
-                    if item.needs:
-                        results.put(encode_task(item, local, backends_for(local)))
-                    else:
-                        results.put(item.result)
-                except Exception as exc:
-                    results.put(TaskResult(index=item.result.index, error=f"{type(exc).__name__}: {exc}"))
-
-        def feed(pool: ProcessPoolExecutor) -> None:
-            try:
-                for decoded in pool.map(_decode, tasks, [spec] * len(tasks), [defer] * len(tasks)):
-                    work.put(decoded)
-            except Exception as exc:  # a dead decode worker fails the tasks not yet fed
-                for task in tasks:
-                    results.put(TaskResult(index=task.index, error=f"decode pool failed: {exc}"))
-            finally:
-                for _ in devices:
-                    work.put(_STOP)
-
-        consumers = [threading.Thread(target=consume, args=(d,), daemon=True) for d in devices]
+        consumers = [threading.Thread(target=_consume, args=(d, spec, work, results), daemon=True)
+                     for d in devices]
         for thread in consumers:
             thread.start()
         worker_environment()
         with ProcessPoolExecutor(
             self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=init_worker
         ) as pool:
-            feeder = threading.Thread(target=feed, args=(pool,), daemon=True)
+            feeder = threading.Thread(target=_feed, args=(pool, tasks, spec, defer, work, results,
+                                                          len(devices)), daemon=True)
             feeder.start()
             seen: set[int] = set()
             while len(seen) < len(tasks):

@@ -288,8 +288,8 @@ def _wait_on(ready: Any, decoded: DecodedTask, device: str) -> None:
 def _device_batch(spec: IngestSpec) -> int:
     """Images per batch for backends without their own batch size: a whole task on a GPU
     (a large batch keeps it busy), the ``batch_size`` setting on CPU."""
-    settings = spec.settings_dict()
+    settings = spec.settings
     if spec.device.startswith("cuda"):
-        return max(int(settings["batch_size"]), int(settings.get("task_size", 0)),
-                   int(settings.get("gpu_task_size", 0)))
-    return int(settings["batch_size"])
+        return max(int(settings.batch_size), int(getattr(settings, "task_size", 0)),
+                   int(getattr(settings, "gpu_task_size", 0)))
+    return int(settings.batch_size)

@@ -106,7 +106,9 @@ def preview(request: Request,
             category: Annotated[str | None, Query(max_length=200)] = None,
             k: Annotated[int, Query(ge=1, le=200)] = 12,
             at: Stamp = None, _: object = viewer) -> Preview:
-    return Preview(**service.preview(workspace(request), q, k=k, colour=colour, category=category, at=at))
+    from vismerch.service.search import query_preview
+
+    return Preview(**query_preview(workspace(request), q, k=k, colour=colour, category=category, at=at))
 
 
 @router.get("/search/report", response_model=QueryReport,
