@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from vismerch.catalog.store import utc_timestamp
+from vismerch.catalog.store import Store, utc_timestamp
 from vismerch.errors import UsageError
 
 ROLES = ("viewer", "merchandiser", "publisher", "admin")  # each includes the ones before it
@@ -84,7 +84,7 @@ def _key(row: Any) -> ApiKey:
                   row["revoked_at"])
 
 
-def create_key(store: Any, role: str, *, expires_in: int | None = None,
+def create_key(store: Store, role: str, *, expires_in: int | None = None,
                name: str | None = None) -> tuple[str, ApiKey]:
     """A new key: (the full key text, shown once and never stored; its record)."""
     if role not in KEY_KINDS:
@@ -113,12 +113,12 @@ def split_key(text: str) -> tuple[str, str] | None:
     return (match.group(1), match.group(2)) if match else None
 
 
-def get_key(store: Any, key_id: str) -> ApiKey | None:
+def get_key(store: Store, key_id: str) -> ApiKey | None:
     row = store.db.execute("SELECT * FROM api_keys WHERE id = ?", (key_id,)).fetchone()
     return _key(row) if row else None
 
 
-def verify_key(store: Any, text: str) -> ApiKey | None:
+def verify_key(store: Store, text: str) -> ApiKey | None:
     """The key record when ``text`` is a key whose secret matches (usable or not), else None.
     The hash comparison is constant-time."""
     parts = split_key(text)
@@ -132,11 +132,11 @@ def verify_key(store: Any, text: str) -> ApiKey | None:
     return _key(row)
 
 
-def list_keys(store: Any) -> list[ApiKey]:
+def list_keys(store: Store) -> list[ApiKey]:
     return [_key(r) for r in store.db.execute("SELECT * FROM api_keys ORDER BY created_at, id")]
 
 
-def revoke_key(store: Any, key_id: str) -> ApiKey:
+def revoke_key(store: Store, key_id: str) -> ApiKey:
     """Revoke a key now (idempotent: an already revoked key keeps its first revocation time)."""
     with store.transaction() as con:
         cur = con.execute("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?",
@@ -151,7 +151,7 @@ def revoke_key(store: Any, key_id: str) -> ApiKey:
 # ---------------------------------------------------------------- audit log
 
 
-def record(store: Any, actor: str, action: str, *, role: str | None = None,
+def record(store: Store, actor: str, action: str, *, role: str | None = None,
            target: str | None = None, status: int | None = None,
            detail: dict[str, Any] | None = None) -> int:
     """Append one audit row; returns its id."""
@@ -164,13 +164,13 @@ def record(store: Any, actor: str, action: str, *, role: str | None = None,
     return int(cur.lastrowid)
 
 
-def set_status(store: Any, row_id: int, status: int) -> None:
+def set_status(store: Store, row_id: int, status: int) -> None:
     """The HTTP status of an audit row written with its write (``catalog/audit_context.py``)."""
     with store.transaction() as con:
         con.execute("UPDATE audit_log SET status = ? WHERE id = ?", (int(status), int(row_id)))
 
 
-def audit_done_newest(store: Any, *, before: int | None, limit: int) -> list[dict[str, Any]]:
+def audit_done_newest(store: Store, *, before: int | None, limit: int) -> list[dict[str, Any]]:
     """Audit rows of writes that succeeded (2xx), newest first, with id < ``before``."""
     rows = store.db.execute(
         "SELECT * FROM audit_log WHERE id < ? AND status BETWEEN 200 AND 299 ORDER BY id DESC LIMIT ?",
@@ -178,12 +178,12 @@ def audit_done_newest(store: Any, *, before: int | None, limit: int) -> list[dic
     return [{**dict(r), "detail": json.loads(r["detail"]) if r["detail"] else None} for r in rows]
 
 
-def key_names(store: Any) -> dict[str, str | None]:
+def key_names(store: Store) -> dict[str, str | None]:
     """Key id -> the name it was made with (None when unnamed), revoked keys included."""
     return {r[0]: r[1] for r in store.db.execute("SELECT id, name FROM api_keys")}
 
 
-def audit_entries(store: Any, *, after: int = 0, limit: int = 100,
+def audit_entries(store: Store, *, after: int = 0, limit: int = 100,
                   actor: str | None = None) -> list[dict[str, Any]]:
     """Audit rows with id > ``after``, oldest first (``after`` is the paging cursor)."""
     sql, args = "SELECT * FROM audit_log WHERE id > ?", [int(after)]

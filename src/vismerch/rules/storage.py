@@ -4,7 +4,7 @@ rule log. The SQL lives in ``catalog.rules``."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vismerch.catalog import collections as db_collections
 from vismerch.catalog import rules as db
@@ -13,6 +13,9 @@ from vismerch.errors import InvalidInput, NotFound
 from vismerch.rules.kinds import get_kind
 from vismerch.rules.model import Rule, parse_stamp, parse_where, validate
 
+if TYPE_CHECKING:
+    from vismerch.catalog.store import Store
+
 
 def from_row(row: Mapping[str, Any]) -> Rule:
     return Rule(row["id"], row["kind"], row["collection"], row["where"], row["product"],
@@ -20,7 +23,7 @@ def from_row(row: Mapping[str, Any]) -> Rule:
                 row["note"], row["created_at"], row["starts_at"], row["ends_at"], row["reach"])
 
 
-def check_against_store(store: Any, rule: Rule) -> None:
+def check_against_store(store: Store, rule: Rule) -> None:
     validate(rule)
     kind = get_kind(rule.kind)
     if rule.collection and db_collections.row(store, rule.collection) is None:
@@ -56,7 +59,7 @@ def new_rule(kind: str, **fields: Any) -> Rule:
                 parse_stamp(get("ends_at"), "ends_at"), get("reach") or "collection")
 
 
-def add_rule(store: Any, kind: str, **fields: Any) -> Rule:
+def add_rule(store: Store, kind: str, **fields: Any) -> Rule:
     """Validate and store a rule (``new_rule``'s fields); returns it with its id.
     ``starts_at``/``ends_at``: a date or RFC 3339 time (UTC unless it says otherwise), the
     end exclusive."""
@@ -66,7 +69,7 @@ def add_rule(store: Any, kind: str, **fields: Any) -> Rule:
     return rule
 
 
-def get_rule(store: Any, rule_id: int) -> Rule:
+def get_rule(store: Store, rule_id: int) -> Rule:
     row = db.get(store, rule_id)
     if row is None:
         raise NotFound("rule", rule_id, f"no rule #{rule_id}",
@@ -74,7 +77,7 @@ def get_rule(store: Any, rule_id: int) -> Rule:
     return from_row(row)
 
 
-def changed_rule(store: Any, rule_id: int, changes: Mapping[str, Any]) -> Rule:
+def changed_rule(store: Store, rule_id: int, changes: Mapping[str, Any]) -> Rule:
     """The rule with ``changes`` made (not stored), validated against the store."""
     rule = get_rule(store, rule_id)
     unknown = set(changes) - {f for f in Rule.__dataclass_fields__ if f not in ("id", "created_at")}
@@ -94,7 +97,7 @@ def changed_rule(store: Any, rule_id: int, changes: Mapping[str, Any]) -> Rule:
     return rule
 
 
-def update_rule(store: Any, rule_id: int, **changes: Any) -> Rule:
+def update_rule(store: Store, rule_id: int, **changes: Any) -> Rule:
     """Change some fields of a rule (those given; None clears an optional one), then
     validate the whole rule again. Dates are parsed like ``add_rule``'s."""
     rule = changed_rule(store, rule_id, changes)
@@ -103,7 +106,7 @@ def update_rule(store: Any, rule_id: int, **changes: Any) -> Rule:
     return rule
 
 
-def list_rules(store: Any, collection: str | None = None, *, applicable: bool = False,
+def list_rules(store: Store, collection: str | None = None, *, applicable: bool = False,
                enabled_only: bool = False, at: str | None = None) -> list[Rule]:
     """All rules, or those scoped to ``collection`` (plus, if ``applicable``, global ones
     and the ``subtree`` rules of its parent collections); with ``at``, only those active then."""
@@ -116,27 +119,27 @@ def list_rules(store: Any, collection: str | None = None, *, applicable: bool = 
     return [r for r in out if at is None or r.active(at)]
 
 
-def remove_rule(store: Any, rule_id: int) -> None:
+def remove_rule(store: Store, rule_id: int) -> None:
     if not db.delete(store, rule_id):
         raise NotFound("rule", rule_id, f"no rule #{rule_id}",
                        hint="list them with: vismerch rules list STORE")
 
 
-def set_enabled(store: Any, rule_id: int, enabled: bool) -> None:
+def set_enabled(store: Store, rule_id: int, enabled: bool) -> None:
     if not db.update(store, rule_id, {"enabled": int(enabled)}):
         raise NotFound("rule", rule_id, f"no rule #{rule_id}")
 
 
-def log_events(store: Any, collection: str, events: Sequence[dict[str, Any]]) -> list[int]:
+def log_events(store: Store, collection: str, events: Sequence[dict[str, Any]]) -> list[int]:
     """Record substitutions/releases not already logged (same rule, product, substitute)."""
     return db.log_events(store, collection, events)
 
 
-def rule_log(store: Any, collection: str | None = None) -> list[dict[str, Any]]:
+def rule_log(store: Store, collection: str | None = None) -> list[dict[str, Any]]:
     return db.log_rows(store, collection)
 
 
-def revert_substitution(store: Any, log_id: int) -> dict[str, Any]:
+def revert_substitution(store: Store, log_id: int) -> dict[str, Any]:
     """Undo a logged substitution: from now on that pin keeps its own product in the slot
     (even out of stock) until the rule is changed or the revert is itself undone."""
     row = db.mark_reverted(store, log_id)
@@ -146,6 +149,6 @@ def revert_substitution(store: Any, log_id: int) -> dict[str, Any]:
     return row
 
 
-def reverted_pins(store: Any, collection: str) -> set[tuple[int, str]]:
+def reverted_pins(store: Store, collection: str) -> set[tuple[int, str]]:
     """(rule id, product id) pairs whose substitution was reverted."""
     return db.reverted_pins(store, collection)

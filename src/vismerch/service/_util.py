@@ -7,11 +7,14 @@ import binascii
 import hashlib
 import re
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from vismerch.errors import InvalidInput, NotFound
+
+if TYPE_CHECKING:
+    from vismerch.catalog.store import Store
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -87,7 +90,7 @@ def decode_cursor(cursor: str | None, field: str = "cursor") -> str | None:
         raise InvalidInput(field, f"{field} {cursor[:40]!r} is not a cursor this API gave out") from None
 
 
-def require_product(store: Any, product_id: str) -> Any:
+def require_product(store: Store, product_id: str) -> Any:
     product = store.product(product_id)
     if product is None:
         raise NotFound("product", product_id, hint="list products with: vismerch tags STORE")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vismerch.catalog import collections as db_collections
 from vismerch.catalog import versions_store as vstore
@@ -23,8 +23,11 @@ from vismerch.merch import collections as colls
 from vismerch.rules import applies_to, get_kind, list_rules
 from vismerch.rules.schedule import live_order, state_changes
 
+if TYPE_CHECKING:
+    from vismerch.catalog.store import Store
 
-def live_grid(store: Any, collection: str, now: str) -> dict[str, Any] | None:
+
+def live_grid(store: Store, collection: str, now: str) -> dict[str, Any] | None:
     """``catalog.grids.read_grid``'s dict for what the storefront shows at ``now``, with
     ``scheduled``: the dated rules that changed it since it was arranged (empty: the grid as
     published). None when nothing is published."""
@@ -32,7 +35,7 @@ def live_grid(store: Any, collection: str, now: str) -> dict[str, Any] | None:
     return None if grid is None else live_version(store, collection, grid, now)
 
 
-def live_version(store: Any, collection: str, grid: dict[str, Any], now: str) -> dict[str, Any]:
+def live_version(store: Store, collection: str, grid: dict[str, Any], now: str) -> dict[str, Any]:
     """A grid (``read_grid``'s or ``version_grid``'s dict: an experiment's variant) with the
     dated rules that changed since its version was arranged applied at ``now``."""
     version = vstore.version_by_id(store, grid["version_id"])
@@ -84,7 +87,7 @@ class LiveGrids:
             return self.MISS
         return hit.grid
 
-    def refresh(self, store: Any, collection: str, now: str) -> dict[str, Any] | None:
+    def refresh(self, store: Store, collection: str, now: str) -> dict[str, Any] | None:
         """Compute (and keep) the live grid at ``now``."""
         version = self.changes.value()  # before reading: a commit meanwhile is seen next time
         grid = live_grid(store, collection, now)
