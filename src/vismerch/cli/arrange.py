@@ -266,7 +266,7 @@ def _rule_rows(rules: list) -> list[list]:
              "yes" if r.active else ("disabled" if not r.enabled else "no")] for r in rules]
 
 
-_RULE_COLUMNS = ["id", "kind", "scope", "what", "reach", "starts", "ends", "active"]
+_RULE_COLUMNS = ["id", "kind", "collection", "what", "reach", "starts", "ends", "active"]
 
 
 @rules_app.command("add")
