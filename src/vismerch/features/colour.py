@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from vismerch.errors import UsageError
-from vismerch.features import dupsig, quality
+from vismerch.features import dupsig, foreground, quality
 from vismerch.features.base import COLOUR_VERSION, FeatureBatch
 from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
     MULTICOLOUR,
@@ -208,6 +208,8 @@ class ColourBackend:
 
         mask, holes = foreground_mask(lab, background, self.foreground_delta)
         out.update(quality.mask_geometry(mask))
+        mask = foreground.scene_mask(lab, mask, clutter)  # the palette's: scenes' product only
+        holes &= mask
         clock("mask: foreground, holes, geometry")
         # palette and histogram: single pixels at a jittered 32x32 lattice of the full
         # image, not cell averages, so fine stripes/checks/prints keep their own colours
