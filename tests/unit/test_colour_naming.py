@@ -72,3 +72,21 @@ def test_a_product_in_a_scene_is_named_by_its_own_colour():
     for named in colour_names(cols.columns["palette_lab"], cols.columns["palette_weight"]):
         assert named[0].name == "red"
         assert named[0].weight > 0.8
+
+
+def test_a_full_bleed_product_cut_by_the_frame_is_named_by_its_own_colour():
+    """The product runs off the frame on every side: the border's median colour is the
+    product's own, so a backdrop mask would keep the scene in the corners."""
+    from vismerch.features.colour import ColourBackend, colour_names
+
+    images = []
+    for seed in (3, 4):
+        img = _scene((0, 0, 0), seed)
+        yy, xx = np.mgrid[:256, :256]
+        img[(yy - 128) ** 2 + (xx - 128) ** 2 < 150 ** 2] = (40, 70, 190)
+        images.append(img)
+    cols = ColourBackend("cpu").encode_images(torch.from_numpy(np.stack(images))).columns
+    for named in colour_names(cols["palette_lab"], cols["palette_weight"]):
+        assert named[0].name == "blue"
+        assert named[0].weight > 0.8
+

@@ -208,7 +208,7 @@ class ColourBackend:
 
         mask, holes = foreground_mask(lab, background, self.foreground_delta)
         out.update(quality.mask_geometry(mask))
-        mask = foreground.scene_mask(lab, mask, clutter)  # the palette's: scenes' product only
+        mask, centred, in_scene = foreground.scene_mask(lab, mask, clutter)  # a scene's product
         holes &= mask
         clock("mask: foreground, holes, geometry")
         # palette and histogram: single pixels at a jittered 32x32 lattice of the full
@@ -219,7 +219,7 @@ class ColourBackend:
         n = pixel_idx.numel()
         pixels = gathered[:, :n]  # (B, N, 3) uint8
         samples = srgb_to_lab(pixels)  # (B, N, 3)
-        own = far_from(samples, background, self.foreground_delta)
+        own = far_from(samples, background, self.foreground_delta) | in_scene[:, None]
         in_mask = mask.reshape(b, -1).index_select(1, cell_idx)
         in_hole = holes.reshape(b, -1).index_select(1, cell_idx)
         keep = in_mask & (own | in_hole)
@@ -239,7 +239,8 @@ class ColourBackend:
         keep = torch.where(enough[:, None], interior, keep)
         weights = _fallback(keep.to(torch.float32))
         clock("samples: lattice, interior test")
-        palette_weights = drop_outlines(samples, weights, mask, cell_idx)
+        palette_weights = drop_outlines(samples, weights, mask, cell_idx) * centred.reshape(
+            b, -1).index_select(1, cell_idx)
         out["palette_lab"], out["palette_weight"] = kmeans_palette(samples, palette_weights)
         clock("palette: k-means, merge")
         blocks = {

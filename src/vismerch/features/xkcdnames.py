@@ -9,10 +9,12 @@ common names with the mean RGB of the points each was given to) are public domai
 ``build_points`` reads it from there, so matplotlib is needed only to rebuild the table.
 
 Each survey name is mapped to a retail name by its words, never by hand per colour: the
-head word (the last; "reddish brown" is a brown) and any other colour words give a set of
-candidate retail names (``WORDS``: "brick" -> red, burgundy or brown; "navy" -> navy), and
-the survey colour takes the candidate swatch nearest to it (CIEDE2000), so "dark red" is a
-burgundy or a red by where people put it. Names with no colour word ("ice", "bruise") are
+head word (the last: English colour compounds are head-final, "reddish brown" is a brown)
+gives the retail name (``WORDS``: "brick" -> red; "navy" -> navy), moved by a lightness
+word (``_SHIFT``: "pale blue" -> light blue, "dark red" -> burgundy). Where the head spans
+several retail names (``_NEAREST``: "taupe", "peach") or another colour word qualifies it
+("blue green"), the survey colour takes the nearest (CIEDE2000) of the head's retail
+names. Names with no colour word ("ice", "bruise") are
 left out. The result ships as ``data/colour_points.csv`` (``hex,xkcd,name``);
 ``colournames`` names a colour by a vote of its nearest points, so the boundaries between
 retail names are where people draw them, not where hand-picked swatches meet.
@@ -109,7 +111,10 @@ WORDS: dict[str, tuple[str, ...]] = {
     "white": ("white",),
 }
 _NEAREST = {"amber", "saffron", "marigold", "squash", "butterscotch", "macaroni", "taupe", "toupe",
-            "mushroom", "putty", "stone", "peach", "mauve", "puce", "slate", "dark"}
+            "mushroom", "putty", "stone", "peach", "mauve", "puce", "slate", "dark",
+            # earth pigments and metals: from orange to brown
+            "rust", "rusty", "copper", "auburn", "russet", "sienna", "siena", "terracotta",
+            "terracota", "cinnamon"}
 # "-ish" and "-y" forms of colour words ("reddish brown", "pinky red")
 _FORMS = {"reddish": "red", "reddy": "red", "pinkish": "pink", "pinky": "pink",
           "orangish": "orange", "orangeish": "orange", "orangey": "orange",
@@ -128,10 +133,11 @@ _VIVID = {"hot", "bright", "neon", "electric", "vivid", "shocking", "fluorescent
 _SHIFT = {
     "light": {"blue": "light blue", "grey": "light grey", "green": "mint", "purple": "lavender",
               "brown": "tan", "navy": "blue", "charcoal": "grey",
-              "burgundy": "red", "olive": "khaki", "teal": "turquoise"},
+              "burgundy": "red", "olive": "khaki", "teal": "turquoise", "turquoise": "mint"},
     "dark": {"blue": "navy", "red": "burgundy", "grey": "charcoal", "pink": "hot pink",
              "yellow": "mustard", "light blue": "blue", "turquoise": "teal", "coral": "red",
-             "tan": "brown", "lavender": "purple", "mint": "green", "khaki": "olive"},
+             "tan": "brown", "lavender": "purple", "mint": "green", "khaki": "olive",
+             "beige": "tan", "cream": "beige"},
     "vivid": {"pink": "hot pink"},
 }
 
@@ -159,11 +165,11 @@ def candidates(xkcd_name: str) -> tuple[str, ...]:
     for kind, mods in (("light", _LIGHT), ("dark", _DARK), ("vivid", _VIVID)):
         if mods & set(words) and base in _SHIFT[kind]:
             base = _SHIFT[kind][base]
-    out = [base]
-    for w in known[:-1]:  # a mixed name ("blue green") may fall on either side
-        if w not in ("dark", "pale") and WORDS[w][0] != WORDS[head][0]:
-            out.extend(n for n in WORDS[head] + WORDS[w] if n not in out)
-    return tuple(out)
+    if any(w not in ("dark", "pale") and WORDS[w][0] != WORDS[head][0] for w in known[:-1]):
+        # a mixed name is its head's ("reddish orange" is an orange, "blue green" a green):
+        # the nearest of the head's retail names, the other word says which
+        return (base, *(n for n in WORDS[head] if n != base))
+    return (base,)
 
 
 def build_points(table=None) -> list[tuple[str, str, str]]:
