@@ -53,7 +53,7 @@ import torch
 
 from vismerch.config import setting
 from vismerch.errors import UsageError
-from vismerch.features.colourspace import ciede2000, hex_to_lab, lab_to_hex, parse_hex
+from vismerch.features.colourspace import ciede2000, hex_to_lab, lab_to_hex, parse_hex, srgb_to_lab
 from vismerch.features.describe import COLOUR_POINTS, COLOUR_TABLE
 
 MULTICOLOUR = "multicolour"
@@ -159,8 +159,8 @@ def _survey_points() -> tuple[np.ndarray, tuple[str, ...]]:
     """The packaged survey points: (P, 3) Lab and their retail names."""
     text = resources.files("vismerch").joinpath(COLOUR_POINTS).read_text(encoding="utf-8")
     rows = list(csv.DictReader(line for line in io.StringIO(text) if not line.startswith("# ")))
-    lab = np.stack([hex_to_lab(r["hex"]) for r in rows])
-    return lab, tuple(r["name"] for r in rows)
+    rgb = torch.tensor([parse_hex(r["hex"]) for r in rows], dtype=torch.uint8)
+    return srgb_to_lab(rgb, dtype=torch.float64).numpy(), tuple(r["name"] for r in rows)
 
 
 def _with_points(table: ColourTable) -> ColourTable:
