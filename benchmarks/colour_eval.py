@@ -12,7 +12,8 @@ Sets:
 
 Scores: ``name`` (exact colour name, sample sets only) and ``family`` (the ``family``
 column of data/colours.csv: navy and light blue are both blue) top-1 accuracy of the
-dominant colour.
+dominant colour; ``names_by_family``: the names given per true family (a red named
+"coral" is right by family, not by the name a shopper reads).
 
 Methods, each on the same files:
 
@@ -147,9 +148,13 @@ def score(items, predicted: list[str | None]) -> dict:
     confusions = Counter((family, fam.get(p) if p else None)
                          for (_, _, family), p in zip(items, predicted, strict=True)
                          if p is None or fam.get(p) != family)
+    by_family: dict[str, Counter] = {}
+    for (_, _, family), p in zip(items, predicted, strict=True):
+        by_family.setdefault(family, Counter())[p or "none"] += 1
     return {"n": n, "name_top1": round(name_hits / n, 3) if has_names else None,
             "family_top1": round(fam_hits / n, 3),
-            "family_confusions": {f"{a}->{b}": c for (a, b), c in confusions.most_common(8)}}
+            "family_confusions": {f"{a}->{b}": c for (a, b), c in confusions.most_common(8)},
+            "names_by_family": {f: dict(c.most_common()) for f, c in sorted(by_family.items())}}
 
 
 def run(n: int, out_dir: Path, methods: tuple[str, ...]) -> dict:

@@ -322,9 +322,11 @@ def test_extra_swatches_in_a_user_table(tmp_path):
     assert mine.names == ("blue", "purple") and len(mine.swatch_lab) == 3
     pure = hex_to_lab("#0000ff")
     assert colour_names(pure[None], np.array([1.0]), table=mine)[0][0].name == "blue"
+    # without the extra swatch the survey's named points still call it blue (the nearest
+    # swatch alone said purple)
     bare = tmp_path / "bare.csv"
     bare.write_text("name,hex\nblue,#2f5fb3\npurple,#6a3d9a\n")
-    assert colour_names(pure[None], np.array([1.0]), table=load_colour_table(bare))[0][0].name == "purple"
+    assert colour_names(pure[None], np.array([1.0]), table=load_colour_table(bare))[0][0].name == "blue"
     bad = tmp_path / "bad.csv"
     bad.write_text("name,hex,family,more\nblue,#2f5fb3,blue,#00f #nothex\n")
     with pytest.raises(UsageError, match="extra swatch '#nothex'"):

@@ -37,7 +37,7 @@ import torch
 import torch.nn.functional as F
 
 from vismerch.errors import UsageError
-from vismerch.features import analysis, dupsig, kernels, quality
+from vismerch.features import analysis, dupsig, foreground, kernels, quality
 from vismerch.features.analysis import BORDER, CPU_CHUNK, GRID, shrink
 from vismerch.features.base import COLOUR_VERSION, FeatureBatch
 from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
@@ -172,7 +172,8 @@ class ColourBackend:
         then the colour embedding of what it found."""
         seen, dup = self._analyse(x, clock)
         out = dict(seen.columns)
-        palette_weights = drop_outlines(seen.samples, seen.weights, seen.mask, seen.cell_idx)
+        palette_weights = drop_outlines(seen.samples, seen.weights, seen.mask, seen.cell_idx) * \
+            seen.centred.reshape(len(seen.centred), -1).index_select(1, seen.cell_idx)
         out["palette_lab"], out["palette_weight"] = kmeans_palette(seen.samples, palette_weights)
         clock("palette: k-means, merge")
         blocks = {
@@ -205,23 +206,27 @@ class ColourBackend:
         clock("duplicate signature")
         metrics, lab, mask, holes = analysis.analyse_grid(
             rgb, analysis.grid_levels(h, w, sz.grid), self.foreground_delta, sz.border, clock)
-        columns.update(metrics)
+        columns.update(metrics)  # the mask's geometry is the backdrop mask's, scene or not
+        mask, centred, in_scene = foreground.scene_mask(lab, mask, metrics["background_clutter"])
         samples, weights = sample_weights(gathered, pixel_idx.numel(), metrics["background_lab"],
-                                          (mask, holes, cell_idx), self.foreground_delta)
+                                          (mask, holes & mask, cell_idx), self.foreground_delta,
+                                          in_scene)
         clock("samples: lattice, interior test")
-        return _Seen(columns, grey, lab, mask, cell_idx, samples, weights), dup
+        return _Seen(columns, grey, lab, mask, centred, cell_idx, samples, weights), dup
 
 
 @dataclass(frozen=True)
 class _Seen:
     """What the analysis hands the embedding: its columns (hash, metrics), the grid's
-    luma (B, G, G) and Lab (B, G, G, 3), the mask (B, G, G), each sample's grid cell (N,),
-    the samples in Lab (B, N, 3) and their weights (B, N)."""
+    luma (B, G, G) and Lab (B, G, G, 3), the mask (B, G, G) and each cell's palette weight
+    (B, G, G: 1, or a scene's centre prior), each sample's grid cell (N,), the samples in
+    Lab (B, N, 3) and their weights (B, N)."""
 
     columns: dict[str, torch.Tensor]
     grey: torch.Tensor
     lab: torch.Tensor
     mask: torch.Tensor
+    centred: torch.Tensor
     cell_idx: torch.Tensor
     samples: torch.Tensor
     weights: torch.Tensor
@@ -294,17 +299,21 @@ def solid_samples(gathered: torch.Tensor, n: int, background: torch.Tensor) -> t
 
 
 def sample_weights(gathered: torch.Tensor, n: int, background: torch.Tensor,
-                   cells: tuple[torch.Tensor, torch.Tensor, torch.Tensor], delta: float
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
+                   cells: tuple[torch.Tensor, torch.Tensor, torch.Tensor], delta: float,
+                   in_scene: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """-> (the N samples in Lab (B, N, 3), their weights (B, N)). ``cells``: the mask and
     its holes (B, G, G) and each sample's flat grid cell (N,). A sample counts when its
     cell is foreground and the pixel stands out from the background (or lies in a filled
-    hole): thin chains and straps do not drag backdrop in. Solid samples are preferred
-    when there are enough of them; a (near) empty mask uses every sample."""
+    hole; in a scene, ``in_scene`` (B,) bool, the border's colour is no backdrop and every
+    sample in the mask counts): thin chains and straps do not drag backdrop in. Solid
+    samples are preferred when there are enough of them; a (near) empty mask uses every
+    sample."""
     mask, holes, cell_idx = cells
     b = gathered.shape[0]
     samples = srgb_to_lab(gathered[:, :n])  # (B, N, 3)
     own = kernels.far_from(samples, background, delta)
+    if in_scene is not None:
+        own = own | in_scene[:, None]
     in_mask = mask.reshape(b, -1).index_select(1, cell_idx)
     in_hole = holes.reshape(b, -1).index_select(1, cell_idx)
     keep = in_mask & (own | in_hole)

@@ -2,9 +2,17 @@
 
 The table (``name,hex,family[,more]`` CSV) ships as ``vismerch/data/colours.csv``; a
 retailer's own file replaces it. ``more`` lists extra swatches of the same name (hexes
-separated by spaces): the retail tones alone leave pure, saturated colours nearer a wrong
-neighbour (#0000ff is nearer purple than a denim blue, #00ff00 nearer mint than a
-grass green).
+separated by spaces).
+
+Where one name ends and the next begins comes from how people name colours, not from the
+swatches alone: ``data/colour_points.csv`` holds the XKCD colour survey's 931 named colours
+that carry a colour word, each mapped to a retail name by its words (``xkcdnames.py``: the
+source, its licence and the derivation). A colour is named by a vote of its
+``VOTE_K`` nearest points (CIEDE2000) among those survey points and the table's own
+swatches, each vote weighted by 1 / (1 + distance), a swatch's by ``SWATCH_VOTE`` (a
+table's own tone names itself). A colour under ``SURFACE_MIN_CHROMA`` is named by the
+neutral family's points only (its hue is noise: a shaded black is not navy). A
+retailer's table keeps the survey points whose retail name it has.
 
 Naming works on *surfaces*, not on single palette clusters, so that light and shadow do
 not change a name. Light scales a surface's colour: its shadows, lit side and the blend
@@ -31,8 +39,10 @@ colour list itself only ever holds measured, named colours.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import io
+import math
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -43,14 +53,17 @@ import torch
 
 from vismerch.config import setting
 from vismerch.errors import UsageError
-from vismerch.features.colourspace import ciede2000, hex_to_lab, lab_to_hex, parse_hex
-from vismerch.features.colourtable import COLOUR_TABLE
+from vismerch.features.colourspace import ciede2000, hex_to_lab, lab_to_hex, parse_hex, srgb_to_lab
+from vismerch.features.colourtable import COLOUR_POINTS, COLOUR_TABLE
 
 MULTICOLOUR = "multicolour"
 SURFACE_MIN_CHROMA = 10.0  # CIELAB chroma under which a cluster is a grey (hue is noise)
 SURFACE_HUE_DEG = 22.0  # one surface: hues within this (shadow and highlight blends drift)
 SURFACE_GREY_DL = 25.0  # one grey surface: lightness within this (white vs light grey)
 _ALIASES = {"gray": "grey", "multicolor": MULTICOLOUR, "multi": MULTICOLOUR}
+VOTE_K = 7  # nearest named points that vote (the survey's points lie ~3-6 CIEDE2000 apart)
+SWATCH_VOTE = 2.0  # a table swatch's vote against a survey point's
+PREFILTER = 32  # nearest points by CIE76 whose CIEDE2000 is computed
 
 
 @dataclass(frozen=True)
@@ -73,6 +86,9 @@ class ColourTable:
     source: str
     swatch_lab: np.ndarray  # (S, 3): every swatch, the names' own first
     swatch_name: np.ndarray  # (S,) index into names of each swatch
+    point_lab: np.ndarray | None = None  # (P, 3): swatches, then survey points (module doc)
+    point_name: np.ndarray | None = None  # (P,) index into names
+    point_vote: np.ndarray | None = None  # (P,) weight of each point's vote
 
     def __len__(self) -> int:
         return len(self.names)
@@ -133,8 +149,57 @@ def _parse_table(text: str, source: str) -> ColourTable:
     lab = np.stack(labs)
     swatch_lab = np.concatenate([lab, np.array(extra_lab).reshape(-1, 3)])
     swatch_name = np.concatenate([np.arange(len(names)), np.array(extra_name, dtype=np.int64)])
-    return ColourTable(tuple(names), tuple(hexes), tuple(families), lab, source,
-                       swatch_lab, swatch_name.astype(np.int64))
+    table = ColourTable(tuple(names), tuple(hexes), tuple(families), lab, source,
+                        swatch_lab, swatch_name.astype(np.int64))
+    return _with_points(table)
+
+
+@functools.lru_cache(maxsize=1)
+def _survey_points() -> tuple[np.ndarray, tuple[str, ...]]:
+    """The packaged survey points: (P, 3) Lab and their retail names."""
+    text = resources.files("vismerch").joinpath(COLOUR_POINTS).read_text(encoding="utf-8")
+    rows = list(csv.DictReader(line for line in io.StringIO(text) if not line.startswith("# ")))
+    rgb = torch.tensor([parse_hex(r["hex"]) for r in rows], dtype=torch.uint8)
+    return srgb_to_lab(rgb, dtype=torch.float64).numpy(), tuple(r["name"] for r in rows)
+
+
+def _with_points(table: ColourTable) -> ColourTable:
+    """The table with its voting points: its swatches, then the survey points whose retail
+    name it has."""
+    lab, names = _survey_points()
+    pos = [table.index(n) for n in names]
+    keep = np.array([p is not None for p in pos], dtype=bool)
+    point_name = np.concatenate([table.swatch_name, np.array([p for p in pos if p is not None],
+                                                             dtype=np.int64)])
+    vote = np.concatenate([np.full(len(table.swatch_name), SWATCH_VOTE), np.ones(int(keep.sum()))])
+    return dataclasses.replace(table, point_lab=np.concatenate([table.swatch_lab, lab[keep]]),
+                               point_name=point_name, point_vote=vote)
+
+
+def name_lab(lab: np.ndarray, table: ColourTable | None = None) -> np.ndarray:
+    """The retail name (index into ``table.names``) of each CIELAB colour (..., 3): the
+    vote of its nearest named points (module docstring)."""
+    table = table or load_colour_table()
+    flat = torch.from_numpy(np.ascontiguousarray(lab, dtype=np.float64).reshape(-1, 3))
+    points = torch.from_numpy(table.point_lab)
+    # CIE76 picks the candidates (cheap, a matrix product), CIEDE2000 ranks them
+    d2 = (flat * flat).sum(1, keepdim=True) - 2 * flat @ points.T + (points * points).sum(1)
+    near = d2.topk(min(PREFILTER, len(points)), dim=1, largest=False).indices  # (M, C)
+    d = ciede2000(flat[:, None, :], points[near])  # (M, C)
+    # a near-grey's hue is noise (SURFACE_MIN_CHROMA): only neutral names vote on it
+    neutral = torch.from_numpy(np.array([f == "neutral" for f in table.families]))
+    grey = torch.hypot(flat[:, 1], flat[:, 2]) < SURFACE_MIN_CHROMA
+    off = grey[:, None] & ~neutral[torch.from_numpy(table.point_name)[near]]
+    off &= ~off.all(dim=1, keepdim=True)  # no neutral candidate: all vote
+    d = d.masked_fill(off, math.inf)
+    k = min(VOTE_K, d.shape[1])
+    dk, ik = d.topk(k, dim=1, largest=False)
+    chosen = near.gather(1, ik)
+    vote = torch.from_numpy(table.point_vote)[chosen] / (1.0 + dk)
+    names = torch.from_numpy(table.point_name)[chosen]
+    tally = torch.zeros(len(flat), len(table.names), dtype=torch.float64)
+    tally.scatter_add_(1, names, vote)
+    return tally.argmax(1).numpy().reshape(np.shape(lab)[:-1])
 
 
 @functools.lru_cache(maxsize=1)
@@ -194,9 +259,7 @@ def colour_names(
     """
     table = table or load_colour_table()
     lab, w = _as_batch(palette_lab, palette_weight)
-    dist = ciede2000(torch.from_numpy(lab)[:, :, None, :],
-                     torch.from_numpy(table.swatch_lab)[None, None]).numpy()  # (B, K, S)
-    nearest = table.swatch_name[dist.argmin(axis=-1)]  # nearest swatch -> its name
+    nearest = name_lab(lab, table)  # (B, K): each cluster's name
     # merge surfaces by name per image; all hex strings come from one conversion at the
     # end (a torch call per colour costs more than the naming itself)
     merged_all: list[list[tuple[int, float, np.ndarray]]] = []

@@ -16,14 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from vismerch.features.colourtable import COLOUR_TABLE
+from vismerch.features.colourtable import COLOUR_POINTS, COLOUR_TABLE
 
 # Bump when the naming or flag rules change in code (not for threshold changes: those
 # are in the key already).
 # 2: no over-exposure verdict on a product under 1% of the frame; 3: under 2%, and no size
 # or position verdict on an under-exposed shot; 4: multicolour is its own verdict, not a
-# pseudo-colour at the head of the colour list
-RULES_VERSION = 4
+# pseudo-colour at the head of the colour list; 5: names by a vote of the XKCD survey's
+# named points (data/colour_points.csv), not the nearest swatch
+RULES_VERSION = 5
 
 Colours = list[tuple[str, str, float]]  # (name, hex, weight), best first
 Flags = list[tuple[str, float, bool]]  # (flag, measured value, flagged), every flag
@@ -36,8 +37,11 @@ def describe_key(settings: Any) -> str:
             if k.startswith("quality_") or k == "multicolour_max_weight"}
     from vismerch.features.quality_flags import flag_names
 
-    table = resources.files("vismerch").joinpath(COLOUR_TABLE).read_text(encoding="utf-8")
-    doc = {"rules": RULES_VERSION, "flags": flag_names(), "settings": used, "table": table}
+    data = resources.files("vismerch")
+    table = data.joinpath(COLOUR_TABLE).read_text(encoding="utf-8")
+    points = data.joinpath(COLOUR_POINTS).read_text(encoding="utf-8")
+    doc = {"rules": RULES_VERSION, "flags": flag_names(), "settings": used, "table": table,
+           "points": points}
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
