@@ -303,8 +303,33 @@ def audit_listed_colours(
         return []
     table = table or load_colour_table()
     keys = [(t or "").strip() for t in listed]
-    parsed: dict[str, np.ndarray | str] = {}  # listed text -> Lab, or why it is skipped
-    for text in set(keys):
+    parsed = _parse_listed(set(keys), table)
+    named = colour_names(palette_lab, palette_weight, table)
+    mains, cand, valid = _main_colours(named)
+    query = np.stack([np.zeros(3) if isinstance(parsed[t], str) else parsed[t] for t in keys])
+    dist = np.where(valid, ciede2000_np(query[:, None, :], cand), np.inf)
+    known = [t for t, v in parsed.items() if not isinstance(v, str)]
+    listed_hex = dict(zip(known, lab_to_hex(np.stack([parsed[t] for t in known])), strict=True)) \
+        if known else {}
+    out: list[AuditResult | None] = []
+    for i, text in enumerate(keys):
+        if isinstance(parsed[text], str) or not named[i]:
+            if reasons is not None:
+                reasons.append(parsed[text] if isinstance(parsed[text], str) else "the image has no palette")
+            out.append(None)
+            continue
+        best = int(np.argmin(dist[i]))
+        out.append(AuditResult(
+            listed=text, listed_hex=listed_hex[text], observed=mains[i][best].name,
+            observed_hex=mains[i][best].hex, distance=round(float(dist[i, best]), 2),
+            disagrees=bool(dist[i, best] > threshold), dominant=named[i][0].name))
+    return out
+
+
+def _parse_listed(texts: set[str], table) -> dict[str, np.ndarray | str]:
+    """Each listed text -> its Lab colour, or why it is skipped."""
+    parsed: dict[str, np.ndarray | str] = {}
+    for text in texts:
         if not text:
             parsed[text] = "no listed colour"
         elif normalise_name(text) == MULTICOLOUR:
@@ -314,38 +339,19 @@ def audit_listed_colours(
                 parsed[text] = parse_colour(text, table)
             except UsageError:
                 parsed[text] = f"listed colour {text!r} is not in the colour table {table.source}"
-    known = [t for t, v in parsed.items() if not isinstance(v, str)]
-    listed_hex = {}
-    if known:
-        listed_hex = dict(zip(known, lab_to_hex(np.stack([parsed[t] for t in known])), strict=True))
-    named = colour_names(palette_lab, palette_weight, table)
+    return parsed
+
+
+def _main_colours(named: list) -> tuple[list[list], np.ndarray, np.ndarray]:
+    """Each product's main named colours (those covering AUDIT_MIN_WEIGHT, else the
+    dominant one), and their Lab (N, K, 3) with a validity mask (N, K) for one distance call."""
     k = max((len(n) for n in named), default=1) or 1
-    cand = np.zeros((len(listed), k, 3))
-    valid = np.zeros((len(listed), k), dtype=bool)
+    cand = np.zeros((len(named), k, 3))
+    valid = np.zeros((len(named), k), dtype=bool)
     mains: list[list] = []
     for i, names in enumerate(named):
         main = [c for c in names if c.weight >= AUDIT_MIN_WEIGHT] or names[:1]
         mains.append(main)
         for j, c in enumerate(main):
             cand[i, j], valid[i, j] = c.lab, True
-    query = np.stack([np.zeros(3) if isinstance(parsed[t], str) else parsed[t] for t in keys])
-    dist = np.where(valid, ciede2000_np(query[:, None, :], cand), np.inf)
-    out: list[AuditResult | None] = []
-    for i, text in enumerate(keys):
-        if isinstance(parsed[text], str) or not named[i]:
-            if reasons is not None:
-                reasons.append(parsed[text] if isinstance(parsed[text], str) else "the image has no palette")
-            out.append(None)
-            continue
-        best = int(np.argmin(dist[i]))
-        main = mains[i]
-        out.append(AuditResult(
-            listed=text,
-            listed_hex=listed_hex[text],
-            observed=main[best].name,
-            observed_hex=main[best].hex,
-            distance=round(float(dist[i, best]), 2),
-            disagrees=bool(dist[i, best] > threshold),
-            dominant=named[i][0].name,
-        ))
-    return out
+    return mains, cand, valid
