@@ -92,8 +92,7 @@ def test_pack_bits_most_significant_first_and_hamming():
 @pytest.mark.parametrize("size", [32, 64])  # the fast paths; other sizes take this mean itself
 def test_hash_input_is_the_area_mean_on_its_fast_paths(size):
     """The 32x32 hash input: the fast paths (32 px as is, 64 px as four strided views)
-    give the plain area mean's values bit for bit, so hashes and structure signatures do
-    not depend on which path ran."""
+    give the plain area mean's values bit for bit, so hashes do not depend on which path ran."""
     from vismerch.features.hashing import HASH_INPUT, _shrink
 
     grey = torch.rand(5, size, size, generator=torch.Generator().manual_seed(size)) * 255

@@ -38,8 +38,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from vismerch.dupes import signature as dupsig
+from vismerch.dupes.signature import BOX_GRID
 from vismerch.errors import UsageError
-from vismerch.features import dupsig, quality
+from vismerch.features import quality
 from vismerch.features.base import COLOUR_VERSION, FeatureBatch
 from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
     MULTICOLOUR,
@@ -53,8 +55,7 @@ from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
 )
 from vismerch.features.colourspace import ciede2000, lab_to_srgb, srgb_to_lab
 from vismerch.features.cpumath import matmul
-from vismerch.features.dupsig import BOX_GRID
-from vismerch.features.hashing import luma, pack_bits, phash_bits, structure_signature
+from vismerch.features.hashing import luma, pack_bits, phash_bits
 
 VERSION = COLOUR_VERSION  # what each version changed: features/base.py
 GRID = 64  # palette, mask, histogram and layout resolution
@@ -149,9 +150,7 @@ class ColourBackend:
             out, dup = self._encode(x, _StageClock(profile, self.device))
         vectors = out.pop("vector").float().cpu().numpy()
         bits = out.pop("phash_bits")
-        structure = out.pop("structure").cpu().numpy()  # uint8: 1 KiB per image
         columns = {k: v.float().cpu().numpy() for k, v in out.items()}
-        columns["structure"] = structure
         columns["phash"] = pack_bits(bits)
         columns.update(dup)
         return FeatureBatch(vectors=vectors, columns=columns)
@@ -190,10 +189,9 @@ class ColourBackend:
         out: dict[str, torch.Tensor] = {
             "phash_bits": phash_bits(grey),
             "blur": blur,
-            "structure": structure_signature(grey),
         }
         clock("full_size: hash, blur, shrink")
-        # the framing/light-invariant duplicate signature (dupsig.py) starts from the
+        # the framing/light-invariant duplicate signature (dupes/signature.py) starts from the
         # chunks' 128x128 means: the full-size image is averaged once for both
         dup = dupsig.signatures(x, planes=planes)
         clock("duplicate signature")
@@ -709,7 +707,6 @@ def _empty_batch() -> FeatureBatch:
         "palette_weight": np.zeros((0, PALETTE_K), np.float32),
         "background_lab": np.zeros((0, 3), np.float32),
         "phash": np.zeros((0,), np.uint64),
-        "structure": np.zeros((0, 32, 32), np.uint8),
         **dupsig.empty_columns(),
     }
     for name in quality.METRIC_NAMES:

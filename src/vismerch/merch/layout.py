@@ -227,9 +227,9 @@ def _kept_elsewhere(store: Any, records: list[dict[str, Any]], pinned: set[int])
     """Members (record index -> the kept product) of duplicate groups a reviewer settled with
     "keep this one": the other copies leave the grid, so the kept product never ranks below
     its copy. A copy a rule pins stays (the pin is an explicit choice)."""
-    from vismerch.catalog.reviews import dup_group_reviews
+    from vismerch.dupes.reviews import group_reviews
 
-    kept = {gid: r["keep"] for gid, r in dup_group_reviews(store).items()
+    kept = {gid: r["keep"] for gid, r in group_reviews(store).items()
             if r["decision"] == "keep" and r["keep"]}
     if not kept:
         return {}
