@@ -185,7 +185,8 @@ def _groups(ids: list[str], i: np.ndarray, j: np.ndarray) -> list[list[str]]:
 def ours(ids: list[str], cols: dict[str, np.ndarray]) -> tuple[list[list[str]], float]:
     from vismerch.config import load_settings
     from vismerch.dupes.candidates import candidates_all
-    from vismerch.dupes.confirm import confirm
+    from vismerch.dupes.confirm import judge
+    from vismerch.dupes.groups import split_apart
     from vismerch.dupes.model import DupRules, Signatures
 
     rules = DupRules.from_settings(load_settings())
@@ -193,8 +194,10 @@ def ours(ids: list[str], cols: dict[str, np.ndarray]) -> tuple[list[list[str]], 
                       cols["dup_hash"].astype(np.uint64), cols["aspect"])
     start = time.perf_counter()
     i, j = candidates_all(sigs, rules)
-    ok, _ = confirm(sigs, i, j, rules)
-    return _groups(ids, i[ok], j[ok]), time.perf_counter() - start
+    got = judge(sigs, i, j, rules)
+    ci, cj = i[got.ok], j[got.ok]
+    keep = split_apart(len(ids), ci, cj, got.strength[got.ok], i[got.apart], j[got.apart])
+    return _groups(ids, ci[keep], cj[keep]), time.perf_counter() - start
 
 
 def phash_distances(root: Path, truth: dict, ids: list[str]) -> np.ndarray:

@@ -183,8 +183,8 @@ def run_signatures(n: int, *, new: int = 1000, seed: int = 0, exact_max: int = 5
     """The duplicate search at n images, whole and incremental (see the module docstring)."""
     from vismerch.config import load_settings
     from vismerch.dupes.candidates import candidates_all, candidates_new
-    from vismerch.dupes.confirm import confirm
-    from vismerch.dupes.groups import group_pairs
+    from vismerch.dupes.confirm import confirm, judge
+    from vismerch.dupes.groups import group_pairs, split_apart
     from vismerch.dupes.model import DupRules, Signatures
 
     out: dict = {"n": n, "new": new, "seconds": {}}
@@ -208,10 +208,12 @@ def run_signatures(n: int, *, new: int = 1000, seed: int = 0, exact_max: int = 5
     for k, v in timings.items():
         sec[f"whole_{k}"] = round(v, 3)
     t = time.perf_counter()
-    ok, _ = confirm(old, i, j, rules)
+    got = judge(old, i, j, rules)
+    ok = got.ok
     phase("whole_confirm", t)
     t = time.perf_counter()
-    groups = group_pairs([f"p{k:07d}" for k in range(n)], i[ok], j[ok])
+    keep = split_apart(n, i[ok], j[ok], got.strength[ok], i[got.apart], j[got.apart])
+    groups = group_pairs([f"p{k:07d}" for k in range(n)], i[ok][keep], j[ok][keep])
     phase("whole_group", t)
     out["groups"] = len(groups)
     found = {(int(a), int(b)) for a, b in zip(i[ok], j[ok], strict=True)}

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from vismerch.dupes.groups import DupGroup, connected_components, group_pairs
+from vismerch.dupes.groups import DupGroup, connected_components, group_pairs, split_apart
 from vismerch.dupes.hashsearch import hamming_neighbours, plan_chunks, popcount
 from vismerch.dupes.reviews import review_actions
 from vismerch.dupes.state import changed_rows, dedup_key, kept_pairs
@@ -28,6 +28,21 @@ def test_union_find_is_transitive():
     ids = [f"p{k}" for k in range(6)]
     groups = group_pairs(ids, np.array([0, 4, 2]), np.array([1, 5, 1]))
     assert [g.members for g in groups] == [["p0", "p1", "p2"], ["p4", "p5"]]
+
+
+def test_a_pair_kept_apart_never_shares_a_group():
+    """Original 0, its crop 1 and its colourway 2: the crop matched both (crops are not
+    compared cell for cell), but 0 and 2 are apart: the weaker link, 1-2, goes."""
+    i, j = np.array([0, 1, 3]), np.array([1, 2, 4])
+    strength = np.array([0.99, 0.98, 0.97])
+    keep = split_apart(5, i, j, strength, np.array([0]), np.array([2]))
+    assert keep.tolist() == [True, False, True]
+    # the strongest link first: with 1-2 the stronger, 0-1 goes instead
+    keep = split_apart(5, i, j, np.array([0.98, 0.99, 0.97]), np.array([0]), np.array([2]))
+    assert keep.tolist() == [False, True, True]
+    # nothing apart inside a component: every edge stays
+    assert split_apart(5, i, j, strength, np.array([0]), np.array([3])).all()
+    assert split_apart(5, i, j, strength, np.zeros(0, np.int64), np.zeros(0, np.int64)).all()
 
 
 def test_representative_order_and_numbering():
@@ -95,8 +110,9 @@ def test_incremental_state_searches_only_what_changed():
     now = [*shas[:2], "changed", *shas[3:]]
     changed = changed_rows(last, "k", ids, now)
     assert changed.tolist() == [False, False, True, False, False, True]  # p2 changed, p5 new
-    i, j = kept_pairs(last, {pid: r for r, pid in enumerate(ids)}, changed)
+    i, j, kept = kept_pairs(*last.pairs_by_id(), {pid: r for r, pid in enumerate(ids)}, changed)
     assert list(zip(i.tolist(), j.tolist(), strict=True)) == [(0, 1)]  # p1-p2 is searched again
+    assert kept.tolist() == [True, False]
     assert changed_rows(last, "other rules", ids, now) is None
     assert changed_rows(None, "k", ids, now) is None
     assert changed_rows(last, "k", ids, ["x"] * 6) is None  # most changed: search everything

@@ -404,3 +404,23 @@ def test_signatures_leave_the_callers_planes_as_they_were():
     alone = signatures(x)
     for name in got:
         assert np.array_equal(got[name], alone[name]), name
+
+
+def test_the_same_shot_in_another_colour_is_kept_apart_a_light_edit_is_not():
+    """A colourway lined up as it is (a*b* turned half round, L* kept: the same layout) is
+    marked apart, so no chain of crops may group it with the original; a light edit is a
+    duplicate and not apart; another product is neither."""
+    from vismerch.dupes.confirm import judge
+    from vismerch.features.colourspace import lab_to_srgb, srgb_to_lab
+
+    img = _product(seed=4)
+    lab = srgb_to_lab(torch.from_numpy(np.asarray(img.convert("RGB"))))
+    lab[..., 1:] *= -1
+    turned = Image.fromarray((lab_to_srgb(lab) * 255).clamp(0, 255).round().to(torch.uint8).numpy())
+    shots = [img, turned, Image.eval(img, lambda v: min(255, int(v * 1.1))), _product(seed=5)]
+    i, j = (x.astype(np.int64) for x in np.triu_indices(len(shots), 1))
+    got = judge(_sigs(shots), i, j, RULES)
+    pairs = list(zip(i.tolist(), j.tolist(), strict=True))
+    assert {p for p, a in zip(pairs, got.apart, strict=True) if a} == {(0, 1), (1, 2)}
+    assert {p for p, ok in zip(pairs, got.ok, strict=True) if ok} == {(0, 2)}
+    assert got.strength[pairs.index((0, 2))] > 2  # lined up as it is: colour cells compared

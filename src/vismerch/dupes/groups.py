@@ -1,6 +1,8 @@
 """Duplicate groups from confirmed pairs.
 
-Groups are connected components (transitive: a~b and b~c put a, b, c together). The
+Groups are connected components (transitive: a~b and b~c put a, b, c together), except
+that two images kept ``apart`` (dupes/confirm.py: the same shot in another colour) never
+share a group: ``split_apart`` leaves out the weakest links that would join them. The
 representative has the fewest quality flags (lowest ``quality_penalty``), then the largest
 ``resolution``, then the smallest id. Groups are numbered from 1 in order of representative
 id; members list the representative first, then the others by id.
@@ -70,3 +72,54 @@ def group_pairs(ids: list[str], i: np.ndarray, j: np.ndarray, *, quality_penalty
     groups.sort()
     return [DupGroup(g, rep, members) for g, (rep, members) in enumerate(groups, start=1)]
 
+
+
+def split_apart(n: int, i: np.ndarray, j: np.ndarray, strength: np.ndarray,
+                apart_i: np.ndarray, apart_j: np.ndarray) -> np.ndarray:
+    """bool per edge (i, j): kept, so that no component holds both ends of an apart pair.
+    Components without such a pair keep every edge; inside the others the edges are taken
+    strongest first (``strength``) and one that would join an apart pair is left out."""
+    keep = np.ones(i.size, bool)
+    if not i.size or not np.size(apart_i):
+        return keep
+    labels = connected_components(n, i, j)
+    apart_i, apart_j = np.asarray(apart_i, np.int64), np.asarray(apart_j, np.int64)
+    inside = labels[apart_i] == labels[apart_j]
+    bad = unique_sorted(labels[apart_i][inside])
+    if not bad.size:
+        return keep
+    edges = np.flatnonzero(np.isin(labels[i], bad))
+    edges = edges[np.argsort(-np.asarray(strength)[edges], kind="stable")]
+    keep[edges] = _joinable(i[edges].tolist(), j[edges].tolist(),
+                            zip(apart_i[inside].tolist(), apart_j[inside].tolist(), strict=True))
+    return keep
+
+
+def _joinable(ii: list[int], jj: list[int], apart) -> list[bool]:
+    """Union-find over edges in order, refusing an edge whose two sets hold an apart pair."""
+    parent: dict[int, int] = {}
+    members: dict[int, set[int]] = {}
+    never: dict[int, set[int]] = {}
+    for a, b in apart:
+        never.setdefault(a, set()).add(b)
+        never.setdefault(b, set()).add(a)
+
+    def root(x: int) -> int:
+        while parent.get(x, x) != x:
+            x = parent[x]
+        return x
+
+    out = []
+    for a, b in zip(ii, jj, strict=True):
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            small, big = sorted((ra, rb), key=lambda r: len(members.get(r, (r,))))
+            mine, theirs = members.pop(small, {small}), members.get(big, {big})
+            if any(never.get(x, set()) & theirs for x in mine):
+                members[small] = mine
+                out.append(False)
+                continue
+            parent[small] = big
+            members[big] = theirs | mine
+        out.append(True)
+    return out

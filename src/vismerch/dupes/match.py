@@ -397,3 +397,26 @@ def _plain_from_rows(unit: tuple, li: np.ndarray, lj: np.ndarray, at: Thresholds
     if at.mirrored:
         unsure |= np.abs(out[2, q] - out[0, q]) < 2 * MARGIN
     return unsure
+
+
+def as_is_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray, i: np.ndarray,
+                 j: np.ndarray, lowest: float = -1.0) -> tuple[np.ndarray, np.ndarray]:
+    """(layout, detail) of pairs (i, j) lined up as they are, from per-image unit rows
+    (within ``MARGIN`` of the exact scores); -1 where the boxes' aspect ratios differ, and
+    detail -1 where the layout is below ``lowest``."""
+    import torch
+
+    i, j = np.asarray(i, np.int64), np.asarray(j, np.int64)
+    plain = np.full(i.size, -1.0, np.float32)
+    fine = np.full(i.size, -1.0, np.float32)
+    box = np.asarray(box, np.float32)
+    aspect = (box[:, 2] - box[:, 0]) * frame_aspect / np.maximum(box[:, 3] - box[:, 1], 1e-3)
+    near = np.flatnonzero(np.abs(np.log(aspect[i] / aspect[j])) <= PLAIN_ASPECT)
+    if near.size:
+        rows, local = np.unique(np.concatenate([i[near], j[near]]), return_inverse=True)
+        layout, detail = (torch.from_numpy(x) for x in unit_rows(np.asarray(sig)[rows]))
+        li, lj = local[:near.size], local[near.size:]
+        plain[near] = _row_dots(layout, li, lj)
+        need = plain[near] >= lowest
+        fine[near[need]] = _row_dots(detail, li[need], lj[need])
+    return plain, fine

@@ -14,8 +14,8 @@ import numpy as np
 from vismerch.catalog.store import Features, Product, Store
 from vismerch.config import Settings
 from vismerch.dupes import candidates, reviews, state
-from vismerch.dupes.confirm import confirm
-from vismerch.dupes.groups import group_pairs
+from vismerch.dupes.confirm import judge
+from vismerch.dupes.groups import group_pairs, split_apart
 from vismerch.dupes.model import DupRules, Signatures
 
 
@@ -38,7 +38,11 @@ def refresh_duplicates(store: Store, features: Features, settings: Settings,
     if has.sum() > 1:
         by_id = {p.id: p for p in products}
         rows = np.flatnonzero(has)
-        i, j = signature_pairs(store, features, rows, by_id, settings, other_indexes or {})
+        i, j, strength, ai, aj = signature_pairs(store, features, rows, by_id, settings,
+                                                 other_indexes or {})
+        # the same shot in another colour never shares a group, however the rest chains
+        keep = split_apart(len(rows), i, j, strength, ai, aj)
+        i, j = i[keep], j[keep]
         flags = store.quality()
         penalty = np.array([len(flags.get(pid, [])) for pid in ids], dtype=np.float32)
         resolution = np.array([(by_id[pid].width or 0) * (by_id[pid].height or 0)
@@ -67,9 +71,10 @@ def _signatures(features: Features, rows: np.ndarray, by_id: dict,
 
 def signature_pairs(store: Store, features: Features, rows: np.ndarray, by_id: dict,
                     settings: Settings, other_indexes: dict[str, object],
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Confirmed pairs (positions into ``rows``) by the signature rules: only the new or
-    changed images are searched (against all) when the last search's state matches."""
+                    ) -> tuple[np.ndarray, ...]:
+    """Confirmed pairs (i, j: positions into ``rows``), their strength and the pairs kept
+    apart (dupes/confirm.py) by the signature rules: only the new or changed images are
+    searched (against all) when the last search's state matches."""
     from vismerch.catalog import dupstate
 
     sigs, ids, shas = _signatures(features, rows, by_id)
@@ -82,21 +87,36 @@ def signature_pairs(store: Store, features: Features, rows: np.ndarray, by_id: d
     timings: dict[str, float] = {}
     if new is None:  # first search, or the rules changed: everything
         ci, cj = candidates.candidates_all(sigs, rules, settings.index_exact_max, timings)
-        keep_i = keep_j = np.zeros(0, np.int64)
+        kept = _nothing_kept()
     else:
         ci, cj = candidates.candidates_new(sigs, new, rules, timings)
-        keep_i, keep_j = state.kept_pairs(last, row_of, changed)
+        kept = _kept(last, row_of, changed)
     extra = [candidates.index_candidates(ix, row_of, rules.neighbours, new)
              for ix in other_indexes.values()]
     if extra:
         ci = np.concatenate([ci, *(e[0] for e in extra)])
         cj = np.concatenate([cj, *(e[1] for e in extra)])
         ci, cj = candidates.unique_pairs(ci, cj, len(ids))
-    confirmed, _ = confirm(sigs, ci, cj, rules)
-    i = np.concatenate([keep_i, ci[confirmed]])
-    j = np.concatenate([keep_j, cj[confirmed]])
-    dupstate.save(store.path, dupstate.DupState(key, ids, shas, i, j))
+    got = judge(sigs, ci, cj, rules)
+    i = np.concatenate([kept[0], ci[got.ok]])
+    j = np.concatenate([kept[1], cj[got.ok]])
+    strength = np.concatenate([kept[2], got.strength[got.ok]]).astype(np.float32)
+    ai = np.concatenate([kept[3], ci[got.apart]])
+    aj = np.concatenate([kept[4], cj[got.apart]])
+    dupstate.save(store.path, dupstate.DupState(key, ids, shas, i, j, strength, ai, aj))
     store.set_meta("dedup_last", json.dumps({"mode": "full" if new is None else "incremental",
                                              "searched": len(ids) if new is None else int(new.size),
                                              "candidates": int(ci.size), "pairs": int(i.size)}))
-    return i, j
+    return i, j, strength, ai, aj
+
+
+def _nothing_kept() -> tuple[np.ndarray, ...]:
+    none = np.zeros(0, np.int64)
+    return none, none, np.zeros(0, np.float32), none, none
+
+
+def _kept(last, row_of: dict[str, int], changed: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The last search's pairs (i, j, strength) and apart pairs between unchanged images."""
+    ka, kb, ok = state.kept_pairs(*last.pairs_by_id(), row_of, changed)
+    aa, ab, _ = state.kept_pairs(*last.apart_by_id(), row_of, changed)
+    return ka, kb, last.strength[ok], aa, ab

@@ -13,7 +13,9 @@ import json
 
 import numpy as np
 
-DUP_RULES_VERSION = 2  # bump when dupes/confirm.py or dupes/candidates.py judge pairs differently
+# bump when dupes/confirm.py or dupes/candidates.py judge pairs differently (3: pairs kept
+# apart are stored with the pairs)
+DUP_RULES_VERSION = 3
 INCREMENTAL_MAX_SHARE = 0.5  # more new/changed images than this share: search everything
 
 
@@ -36,12 +38,12 @@ def changed_rows(state, key: str, ids: list[str], shas: list[str]) -> np.ndarray
     return changed if changed.sum() <= INCREMENTAL_MAX_SHARE * len(ids) else None
 
 
-def kept_pairs(state, row_of: dict[str, int], changed: np.ndarray,
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """The stored pairs (rows of ``row_of``) whose two images are still there, unchanged."""
-    old_a, old_b = state.pairs_by_id()
+def kept_pairs(old_a: list[str], old_b: list[str], row_of: dict[str, int],
+               changed: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of the stored pairs (ids ``old_a``, ``old_b``): the rows (of ``row_of``) of those
+    whose two images are still there, unchanged, and which those are (bool per pair)."""
     ka = np.array([row_of.get(v, -1) for v in old_a], dtype=np.int64)
     kb = np.array([row_of.get(v, -1) for v in old_b], dtype=np.int64)
     ok = (ka >= 0) & (kb >= 0)
     ok[ok] &= ~changed[ka[ok]] & ~changed[kb[ok]]
-    return ka[ok], kb[ok]
+    return ka[ok], kb[ok], ok
