@@ -18,7 +18,7 @@ Sets (``--set``):
   silhouette, ...). The images are written under ``--out`` and never committed.
 
 For each set: features by the colour backend (as ingest computes them), duplicate pairs
-by merch/dupfind.py with the settings' dup_* thresholds (set on generated catalogs, see
+by dupes/ (candidates, confirm) with the settings' dup_* thresholds (set on generated catalogs, see
 docs/settings.md), grouped as the store groups them; and imagehash.phash on the image
 files, pairs within distance <= 6 and within its best threshold on that set, grouped the
 same way. Scores: sample/evaluate.py's duplicate_scores (pair precision/recall/F1,
@@ -173,7 +173,7 @@ def _features(root: Path, truth: dict) -> tuple[list[str], dict[str, np.ndarray]
 
 
 def _groups(ids: list[str], i: np.ndarray, j: np.ndarray) -> list[list[str]]:
-    from vismerch.merch.dedup import connected_components
+    from vismerch.dupes.groups import connected_components
 
     labels = connected_components(len(ids), i, j)
     by: dict[int, list[str]] = {}
@@ -184,15 +184,20 @@ def _groups(ids: list[str], i: np.ndarray, j: np.ndarray) -> list[list[str]]:
 
 def ours(ids: list[str], cols: dict[str, np.ndarray]) -> tuple[list[list[str]], float]:
     from vismerch.config import load_settings
-    from vismerch.merch import dupfind
+    from vismerch.dupes.candidates import candidates_all
+    from vismerch.dupes.confirm import judge
+    from vismerch.dupes.groups import split_apart
+    from vismerch.dupes.model import DupRules, Signatures
 
-    rules = dupfind.DupRules.from_settings(load_settings())
-    sigs = dupfind.Signatures(cols["dup_box"], cols["dup_sig"], cols["dup_colour"],
-                              cols["dup_hash"].astype(np.uint64), cols["aspect"])
+    rules = DupRules.from_settings(load_settings())
+    sigs = Signatures(cols["dup_box"], cols["dup_sig"], cols["dup_colour"],
+                      cols["dup_hash"].astype(np.uint64), cols["aspect"])
     start = time.perf_counter()
-    i, j = dupfind.candidates_all(sigs, rules)
-    ok, _ = dupfind.confirm(sigs, i, j, rules)
-    return _groups(ids, i[ok], j[ok]), time.perf_counter() - start
+    i, j = candidates_all(sigs, rules)
+    got = judge(sigs, i, j, rules)
+    ci, cj = i[got.ok], j[got.ok]
+    keep = split_apart(len(ids), ci, cj, got.strength[got.ok], i[got.apart], j[got.apart])
+    return _groups(ids, ci[keep], cj[keep]), time.perf_counter() - start
 
 
 def phash_distances(root: Path, truth: dict, ids: list[str]) -> np.ndarray:

@@ -40,7 +40,7 @@ clear colour, labelled by eye from a contact sheet of the stamps (not from any v
 output); stamps with several colours are left out.
 
 Methods, on the same image files: vismerch (the colour backend as ingest runs it; dup
-rules of merch/dupfind.py with the settings' thresholds; similar items by the backend's
+rules of dupes/ with the settings' thresholds; similar items by the backend's
 vector), imagehash.phash (duplicates within 6 bits and within the set's best threshold,
 an oracle; similar items by Hamming distance), a colour histogram (8x8x8 RGB of the whole
 frame, square-rooted: duplicates at the set's best cosine, similar items by cosine), and

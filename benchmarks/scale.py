@@ -3,20 +3,17 @@
 Question: do near-duplicate detection and the vector index stay practical at 10^6 items on
 a small CPU box, and do they still find what they should?
 
-Data: n random 64-bit perceptual hashes and n clustered, L2-normalised float32 vectors,
-with planted near-duplicate pairs of two kinds — "same shot" (0-6 hash bits flipped, vector
-cosine ~0.99) and "crop" (11-14 bits flipped, cosine >= 0.97) — so recall can be checked.
+Data: n clustered, L2-normalised float32 vectors.
 
 Phases (seconds each): synthesise, index build (HNSW above ``exact_max``), a batch of
-queries (recall@k against brute force on a sample), filtered queries, then dedup split
-into hash candidates, vector candidates (crop rule, via the built index), confirm, group.
+queries (recall@k against brute force on a sample), filtered queries.
 
-Then the signature rules (merch/dupfind.py, what stores with box signatures use): n
+Then the duplicate search (dupes/: candidates, confirm, groups, as derive runs it): n
 synthetic signatures (32x32 layouts drawn from 2,000 smooth templates, so every image has
 look-alikes, with per-image noise and colour cells per template) with planted copies that
 went through a light edit (log-luma offset and scale) and, for half, a crop (a
 sub-rectangle of 70-95% per side, resampled); the whole search (box hash + signature
-neighbours, confirm), then ``--new`` (1,000) further images, half of them copies of stored
+neighbours, confirm, group), then ``--new`` (1,000) further images, half of them copies of stored
 ones, searched incrementally against everything (what an ingest of new images costs).
 
     python benchmarks/scale.py --n 1000000            # prints a table, --json for JSON
@@ -33,7 +30,6 @@ from collections.abc import Callable
 import numpy as np
 
 from vismerch.indexes.vector import VectorIndex
-from vismerch.merch.dedup import find_duplicate_groups
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -41,10 +37,9 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def synthesise(n: int, dim: int, planted: int, seed: int = 0):
-    """Hashes, vectors, ids and planted (a, b, kind) pairs; kind 0 = same shot, 1 = crop."""
+def synthesise(n: int, dim: int, seed: int = 0) -> tuple[list[str], np.ndarray]:
+    """Ids and clustered unit vectors (1,000 centres, so every item has near neighbours)."""
     rng = np.random.default_rng(seed)
-    hashes = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True)
     centres = rng.standard_normal((1000, dim)).astype(np.float32)
     vectors = np.empty((n, dim), np.float32)
     for s in range(0, n, 100_000):  # blockwise keeps the temporaries small
@@ -52,20 +47,7 @@ def synthesise(n: int, dim: int, planted: int, seed: int = 0):
         block = centres[rng.integers(0, len(centres), m)]
         block += 0.5 * rng.standard_normal((m, dim), dtype=np.float32)
         vectors[s:s + m] = _unit(block)
-    planted = min(planted, n // 2)
-    ends = rng.choice(n, size=2 * planted, replace=False).reshape(-1, 2)
-    kinds = np.arange(planted) % 2
-    for (a, b), kind in zip(ends, kinds, strict=True):
-        nbits = rng.integers(0, 7) if kind == 0 else rng.integers(11, 15)
-        mask = 0
-        for bit in rng.choice(64, size=nbits, replace=False):
-            mask |= 1 << int(bit)
-        hashes[b] = np.uint64(int(hashes[a]) ^ mask)
-        noise = 0.1 if kind == 0 else 0.15
-        vectors[b] = _unit(vectors[a] + noise * rng.standard_normal(dim).astype(np.float32)
-                           / np.sqrt(dim))
-    ids = [f"p{i:07d}" for i in range(n)]
-    return ids, hashes, vectors, ends, kinds
+    return [f"p{i:07d}" for i in range(n)], vectors
 
 
 def _brute_top_k(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
@@ -83,8 +65,8 @@ def _brute_top_k(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray
 
 
 def run_scale(n: int = 1_000_000, dim: int = 128, *, queries: int = 1000, k: int = 10,
-              planted: int = 2000, exact_max: int = 50_000, crop_rule: bool = True,
-              seed: int = 0, log: Callable[[str], None] | None = print,
+              planted: int = 2000, exact_max: int = 50_000, seed: int = 0,
+              log: Callable[[str], None] | None = print,
               signature_rules: bool = True, new: int = 1000) -> dict:
     """Run every phase at ``n`` items; returns seconds per phase and the quality figures."""
     say = log or (lambda _msg: None)
@@ -97,7 +79,7 @@ def run_scale(n: int = 1_000_000, dim: int = 128, *, queries: int = 1000, k: int
         say(f"{name:<22} {sec[name]:9.2f} s")
 
     t = time.perf_counter()
-    ids, hashes, vectors, ends, kinds = synthesise(n, dim, planted, seed)
+    ids, vectors = synthesise(n, dim, seed)
     phase("synthesise", t)
 
     t = time.perf_counter()
@@ -125,27 +107,9 @@ def run_scale(n: int = 1_000_000, dim: int = 128, *, queries: int = 1000, k: int
         out[f"{name}_all_allowed"] = bool(allowed[rows[rows >= 0]].all())
         out[f"{name}_full_k"] = bool((rows >= 0).all())
 
-    timings: dict[str, float] = {}
-    t = time.perf_counter()
-    groups = find_duplicate_groups(ids, hashes, vectors, index=index, timings=timings,
-                                   crop_hamming=16 if crop_rule else 10, exact_max=exact_max)
-    phase("dedup_total", t)
-    for step, seconds in timings.items():
-        sec[f"dedup_{step}"] = round(seconds, 3)
-        say(f"  dedup_{step:<15} {seconds:9.2f} s")
-
-    group_of = {m: g.group for g in groups for m in g.members}
-    pairs_found = np.array([group_of.get(ids[a], -1) == group_of.get(ids[b]) for a, b in ends],
-                           dtype=bool)
-    planted_sets = {frozenset((ids[a], ids[b])) for a, b in ends}
-    out["groups"] = len(groups)
-    out["false_groups"] = sum(1 for g in groups if frozenset(g.members) not in planted_sets)
-    for kind, name in ((0, "same_shot"), (1, "crop")):
-        sel = kinds == kind
-        out[f"planted_{name}"] = int(sel.sum())
-        out[f"planted_{name}_found"] = int(pairs_found[sel].sum())
     if signature_rules:
-        out["signatures"] = run_signatures(n, new=new, seed=seed, exact_max=exact_max, say=say)
+        out["signatures"] = run_signatures(n, new=new, seed=seed, exact_max=exact_max, say=say,
+                                           planted=planted)
     say(json.dumps({k: v for k, v in out.items() if k != "seconds"}))
     return out
 
@@ -162,8 +126,8 @@ def _templates(count: int, rng) -> np.ndarray:
 
 def synthesise_signatures(n: int, seed: int = 0, planted: int = 2000):
     """Signature columns for n images and planted (original, copy) pairs (see the doc)."""
-    from vismerch.merch.dupfind import Signatures
-    from vismerch.merch.dupmatch import _sample
+    from vismerch.dupes.match import _sample
+    from vismerch.dupes.model import Signatures
 
     rng = np.random.default_rng([seed, 7])
     templates = _templates(2000, rng)
@@ -215,10 +179,13 @@ def _box_hashes(sigs) -> np.ndarray:
 
 
 def run_signatures(n: int, *, new: int = 1000, seed: int = 0, exact_max: int = 50_000,
-                   say: Callable[[str], None] = print) -> dict:
-    """The signature rules at n images, whole and incremental (see the module docstring)."""
+                   say: Callable[[str], None] = print, planted: int = 2000) -> dict:
+    """The duplicate search at n images, whole and incremental (see the module docstring)."""
     from vismerch.config import load_settings
-    from vismerch.merch import dupfind
+    from vismerch.dupes.candidates import candidates_all, candidates_new
+    from vismerch.dupes.confirm import confirm, judge
+    from vismerch.dupes.groups import group_pairs, split_apart
+    from vismerch.dupes.model import DupRules, Signatures
 
     out: dict = {"n": n, "new": new, "seconds": {}}
     sec = out["seconds"]
@@ -228,21 +195,27 @@ def run_signatures(n: int, *, new: int = 1000, seed: int = 0, exact_max: int = 5
         say(f"signatures {name:<22} {sec[name]:9.2f} s")
 
     t = time.perf_counter()
-    sigs, ends, crop = synthesise_signatures(n + new, seed)
+    sigs, ends, crop = synthesise_signatures(n + new, seed, planted)
     sigs.hash = _box_hashes(sigs)
     phase("synthesise", t)
-    rules = dupfind.DupRules.from_settings(load_settings(env={}))  # the defaults
-    old = dupfind.Signatures(sigs.box[:n], sigs.sig[:n], sigs.colour[:n], sigs.hash[:n],
-                             sigs.frame_aspect[:n])
+    rules = DupRules.from_settings(load_settings(env={}))  # the defaults
+    old = Signatures(sigs.box[:n], sigs.sig[:n], sigs.colour[:n], sigs.hash[:n],
+                     sigs.frame_aspect[:n])
     timings: dict[str, float] = {}
     t = time.perf_counter()
-    i, j = dupfind.candidates_all(old, rules, exact_max, timings)
+    i, j = candidates_all(old, rules, exact_max, timings)
     phase("whole_candidates", t)
     for k, v in timings.items():
         sec[f"whole_{k}"] = round(v, 3)
     t = time.perf_counter()
-    ok, _ = dupfind.confirm(old, i, j, rules)
+    got = judge(old, i, j, rules)
+    ok = got.ok
     phase("whole_confirm", t)
+    t = time.perf_counter()
+    keep = split_apart(n, i[ok], j[ok], got.strength[ok], i[got.apart], j[got.apart])
+    groups = group_pairs([f"p{k:07d}" for k in range(n)], i[ok][keep], j[ok][keep])
+    phase("whole_group", t)
+    out["groups"] = len(groups)
     found = {(int(a), int(b)) for a, b in zip(i[ok], j[ok], strict=True)}
     inside = (ends < n).all(axis=1)
     hit = np.array([(min(a, b), max(a, b)) in found for a, b in ends[inside]])
@@ -251,11 +224,11 @@ def run_signatures(n: int, *, new: int = 1000, seed: int = 0, exact_max: int = 5
     out["planted"] = int(inside.sum())
     out["planted_found_light"] = int(hit[~crop[inside]].sum())
     out["planted_found_crop"] = int(hit[crop[inside]].sum())
-    planted = {(min(a, b), max(a, b)) for a, b in ends.tolist()}
-    out["unplanted_pairs"] = len(found - planted)
+    planted_pairs = {(min(a, b), max(a, b)) for a, b in ends.tolist()}
+    out["unplanted_pairs"] = len(found - planted_pairs)
     t = time.perf_counter()
-    ci, cj = dupfind.candidates_new(sigs, np.arange(n, n + new), rules)
-    ok, _ = dupfind.confirm(sigs, ci, cj, rules)
+    ci, cj = candidates_new(sigs, np.arange(n, n + new), rules)
+    ok, _ = confirm(sigs, ci, cj, rules)
     phase(f"incremental_{new}", t)
     out["incremental_candidates"] = int(ci.size)
     out["incremental_pairs"] = int(ok.sum())
@@ -267,17 +240,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--n", type=int, default=1_000_000, help="items (default 1,000,000)")
     parser.add_argument("--dim", type=int, default=128, help="vector dimension (128-256)")
     parser.add_argument("--queries", type=int, default=1000, help="queries per search batch")
-    parser.add_argument("--planted", type=int, default=2000, help="near-duplicate pairs planted")
-    parser.add_argument("--no-crop-rule", action="store_true",
-                        help="skip the vector-candidate (crop) dedup rule")
+    parser.add_argument("--planted", type=int, default=2000,
+                        help="duplicate pairs planted among the signatures")
     parser.add_argument("--new", type=int, default=1000,
                         help="images searched incrementally after the whole search")
     parser.add_argument("--no-signatures", action="store_true",
-                        help="skip the signature-rule phases (merch/dupfind.py)")
+                        help="skip the duplicate-search phases (dupes/)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON only")
     args = parser.parse_args(argv)
     result = run_scale(args.n, args.dim, queries=args.queries, planted=args.planted,
-                       crop_rule=not args.no_crop_rule, log=None if args.json else print,
+                       log=None if args.json else print,
                        signature_rules=not args.no_signatures, new=args.new)
     if args.json:
         print(json.dumps(result, indent=2))

@@ -7,9 +7,9 @@ from __future__ import annotations
 import csv
 import json
 
-from vismerch.catalog.reviews import record_dup_decision
 from vismerch.catalog.store import Store
 from vismerch.config import load_settings
+from vismerch.dupes.reviews import record
 from vismerch.pipeline.ingest import ingest
 from vismerch.testing import small_catalog
 from vismerch.testing.catalog import read_manifest_rows
@@ -45,7 +45,7 @@ def test_new_images_are_searched_against_the_store(tmp_path):
         before = _members(store)
         assert before, "the first ingest holds whole duplicate groups"
         reviewed = sorted(before, key=sorted)[0]
-        record_dup_decision(store, sorted(reviewed), "distinct", None, "test")
+        record(store, sorted(reviewed), "distinct", None, "test")
 
     ingest(cat.manifest_path, store_dir, workers=1, progress=False)
     whole = tmp_path / "whole"

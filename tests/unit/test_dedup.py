@@ -1,22 +1,18 @@
-"""Near-duplicate grouping: hash candidates, cosine confirmation, crop rule, groups."""
+"""Duplicate search building blocks (dupes/): Hamming neighbours by multi-index hashing,
+groups from pairs (union-find, representative, numbering), the incremental state's
+decisions and how review decisions outlive recomputed groups."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from vismerch.errors import UsageError
-from vismerch.indexes.vector import VectorIndex
-from vismerch.merch.dedup import (
-    DupGroup,
-    connected_components,
-    find_duplicate_groups,
-    hamming_neighbours,
-    plan_chunks,
-    popcount,
-)
-
-DIM = 32
+from vismerch.dupes.groups import DupGroup, connected_components, group_pairs, split_apart
+from vismerch.dupes.hashsearch import hamming_neighbours, plan_chunks, popcount
+from vismerch.dupes.reviews import review_actions
+from vismerch.dupes.state import changed_rows, dedup_key, kept_pairs
 
 
 def _flip(h: int, bits) -> np.uint64:
@@ -26,121 +22,46 @@ def _flip(h: int, bits) -> np.uint64:
     return np.uint64(int(h) ^ mask)
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    return (v / np.linalg.norm(v, axis=-1, keepdims=True)).astype(np.float32)
-
-
-def _near(v: np.ndarray, rng, noise: float = 0.03) -> np.ndarray:
-    return _unit(v + noise * rng.standard_normal(v.shape) / np.sqrt(v.size))
-
-
-def _catalog(n: int = 300, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    hashes = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True)
-    vectors = _unit(rng.standard_normal((n, DIM)))
-    ids = [f"p{i:04d}" for i in range(n)]
-    return rng, hashes, vectors, ids
-
-
-def _groups(groups: list[DupGroup]) -> set[frozenset[str]]:
-    return {frozenset(g.members) for g in groups}
-
-
-def test_planted_groups_found_and_no_false_groups():
-    rng, h, v, ids = _catalog()
-    # exact copies (distance 0), and a few flipped bits (re-encode / resize)
-    h[1] = h[2] = h[0]
-    v[1], v[2] = _near(v[0], rng), _near(v[0], rng)
-    h[11] = _flip(h[10], rng.choice(64, 3, replace=False))
-    h[12] = _flip(h[10], rng.choice(64, 6, replace=False))
-    v[11], v[12] = _near(v[10], rng), _near(v[10], rng)
-    groups = find_duplicate_groups(ids, h, v, max_hamming=10, min_cosine=0.92)
-    assert _groups(groups) == {frozenset({"p0000", "p0001", "p0002"}),
-                               frozenset({"p0010", "p0011", "p0012"})}
-
-
-def test_random_hashes_make_no_groups_even_without_vectors():
-    _, h, v, ids = _catalog(n=2000, seed=1)
-    assert find_duplicate_groups(ids, h, v) == []
-    assert find_duplicate_groups(ids, h, None) == []  # hashes alone: 2000 random are >10 apart
-
-
-def test_cosine_gate_rejects_hash_near_but_vector_far():
-    rng, h, v, ids = _catalog()
-    h[5] = _flip(h[4], [1, 9])  # 2 bits apart: a hash collision candidate...
-    v[5] = _unit(v[4] * -1 + 0.1 * rng.standard_normal(DIM))  # ...but different content
-    assert find_duplicate_groups(ids, h, v) == []
-    # the same pair with similar vectors is a duplicate
-    v[5] = _near(v[4], rng)
-    assert _groups(find_duplicate_groups(ids, h, v)) == {frozenset({"p0004", "p0005"})}
-
-
-def test_crop_rule_needs_near_identical_vectors():
-    rng, h, v, ids = _catalog()
-    h[21] = _flip(h[20], rng.choice(64, 13, replace=False))  # beyond max_hamming, like a crop
-    v[21] = _near(v[20], rng, noise=0.05)
-    assert float(v[20] @ v[21]) >= 0.97
-    got = find_duplicate_groups(ids, h, v, max_hamming=10, crop_hamming=16, crop_cosine=0.97)
-    assert _groups(got) == {frozenset({"p0020", "p0021"})}
-    # without the crop rule, or with content only moderately alike, it is not a duplicate
-    assert find_duplicate_groups(ids, h, v, max_hamming=10, crop_hamming=10) == []
-    v[21] = _unit(v[20] + 0.45 * _unit(rng.standard_normal(DIM)))
-    assert 0.85 < float(v[20] @ v[21]) < 0.97
-    assert find_duplicate_groups(ids, h, v, max_hamming=10, crop_hamming=16) == []
-
-
 def test_union_find_is_transitive():
-    rng, h, v, ids = _catalog()
-    h[31] = _flip(h[30], range(0, 8))
-    h[32] = _flip(h[31], range(8, 16))  # 16 bits from p0030: linked only through p0031
-    v[31], v[32] = _near(v[30], rng), _near(v[30], rng)
-    assert popcount(np.array([h[30] ^ h[32]]))[0] == 16
-    groups = find_duplicate_groups(ids, h, v, max_hamming=10, crop_hamming=10)
-    assert _groups(groups) == {frozenset({"p0030", "p0031", "p0032"})}
     labels = connected_components(6, np.array([0, 4, 2]), np.array([1, 5, 1]))
     assert labels.tolist() == [0, 0, 0, 3, 4, 4]
+    ids = [f"p{k}" for k in range(6)]
+    groups = group_pairs(ids, np.array([0, 4, 2]), np.array([1, 5, 1]))
+    assert [g.members for g in groups] == [["p0", "p1", "p2"], ["p4", "p5"]]
+
+
+def test_a_pair_kept_apart_never_shares_a_group():
+    """Original 0, its crop 1 and its colourway 2: the crop matched both (crops are not
+    compared cell for cell), but 0 and 2 are apart: the weaker link, 1-2, goes."""
+    i, j = np.array([0, 1, 3]), np.array([1, 2, 4])
+    strength = np.array([0.99, 0.98, 0.97])
+    keep = split_apart(5, i, j, strength, np.array([0]), np.array([2]))
+    assert keep.tolist() == [True, False, True]
+    # the strongest link first: with 1-2 the stronger, 0-1 goes instead
+    keep = split_apart(5, i, j, np.array([0.98, 0.99, 0.97]), np.array([0]), np.array([2]))
+    assert keep.tolist() == [False, True, True]
+    # nothing apart inside a component: every edge stays
+    assert split_apart(5, i, j, strength, np.array([0]), np.array([3])).all()
+    assert split_apart(5, i, j, strength, np.zeros(0, np.int64), np.zeros(0, np.int64)).all()
 
 
 def test_representative_order_and_numbering():
-    rng, h, v, ids = _catalog(n=12)
-    for members in ([3, 4, 5, 6], [8, 9]):
-        for m in members[1:]:
-            h[m] = h[members[0]]
-            v[m] = _near(v[members[0]], rng)
+    ids = [f"p{k:04d}" for k in range(12)]
+    i, j = np.array([3, 4, 5, 8]), np.array([4, 5, 6, 9])  # {3, 4, 5, 6} and {8, 9}
     penalty = np.zeros(12)
     resolution = np.full(12, 1000.0)
     penalty[[3, 4]] = 1  # p0005 and p0006 have fewer flags...
     resolution[6] = 2000  # ...and p0006 is larger
     resolution[9] = 5000
-    groups = find_duplicate_groups(ids, h, v, quality_penalty=penalty, resolution=resolution)
+    groups = group_pairs(ids, i, j, quality_penalty=penalty, resolution=resolution)
     assert groups == [
         DupGroup(1, "p0006", ["p0006", "p0003", "p0004", "p0005"]),
         DupGroup(2, "p0009", ["p0009", "p0008"]),
     ]
     # all equal: smallest id wins; numbering follows the representative ids
-    groups = find_duplicate_groups(ids, h, v)
+    groups = group_pairs(ids, i, j)
     assert [(g.group, g.representative) for g in groups] == [(1, "p0003"), (2, "p0008")]
-
-
-def test_large_identical_hash_group_splits_by_content():
-    rng, h, v, ids = _catalog(n=200)
-    a, b = _unit(rng.standard_normal(DIM)), _unit(rng.standard_normal(DIM))
-    for m in range(100, 180):  # 80 products share one hash (a placeholder picture, say)
-        h[m] = h[100]
-        v[m] = _near(a if m < 140 else b, rng)
-    groups = find_duplicate_groups(ids, h, v)
-    assert _groups(groups) == {frozenset(ids[100:140]), frozenset(ids[140:180])}
-
-
-def test_prebuilt_index_in_another_order_gives_same_groups():
-    rng, h, v, ids = _catalog()
-    h[41] = _flip(h[40], rng.choice(64, 12, replace=False))
-    v[41] = _near(v[40], rng, noise=0.02)
-    perm = rng.permutation(len(ids))
-    index = VectorIndex.build(v[perm], [ids[p] for p in perm])
-    expected = {frozenset({"p0040", "p0041"})}
-    assert _groups(find_duplicate_groups(ids, h, v, index=index)) == expected
-    assert _groups(find_duplicate_groups(ids, h, v)) == expected
+    assert group_pairs(ids, np.zeros(0, np.int64), np.zeros(0, np.int64)) == []
 
 
 @pytest.mark.parametrize("radius", [0, 4, 10])
@@ -177,65 +98,45 @@ def test_neighbour_cap_bounds_the_pairs():
     assert 0 < len(a) <= 50 * 3
 
 
-def test_empty_and_mismatched_inputs():
-    assert find_duplicate_groups([], np.zeros(0, np.uint64), np.zeros((0, DIM), np.float32)) == []
-    assert find_duplicate_groups(["a"], np.zeros(1, np.uint64), np.ones((1, DIM), np.float32)) == []
-    with pytest.raises(UsageError):
-        find_duplicate_groups(["a", "b"], np.zeros(3, np.uint64), None)
-    with pytest.raises(UsageError):
-        find_duplicate_groups(["a", "a"], np.zeros(2, np.uint64), None)
+def _state(ids, shas, a, b, key="k"):
+    return SimpleNamespace(key=key, ids=ids, shas=shas,
+                           pairs_by_id=lambda: ([ids[x] for x in a], [ids[y] for y in b]))
 
 
-def test_structure_gate_separates_same_photo_from_look_alike_product():
-    """Hash and colour vector agree for both pairs; only the same photo keeps its 32x32 layout."""
-    rng = np.random.default_rng(4)
-    photo = (rng.random((32, 32)) * 255).astype(np.uint8)
-    reencoded = np.clip(photo.astype(int) + rng.integers(-3, 4, photo.shape), 0, 255).astype(np.uint8)
-    other = (rng.random((32, 32)) * 255).astype(np.uint8)
-    ids = ["a", "b", "c"]
-    hashes = np.array([7, 7, 7], dtype=np.uint64)
-    vectors = np.tile(np.eye(4, dtype=np.float32)[0], (3, 1))
-    structure = np.stack([photo, reencoded, other])
-    groups = find_duplicate_groups(ids, hashes, vectors, structure=structure, min_structure=0.96)
-    assert [g.members for g in groups] == [["a", "b"]]
-    without = find_duplicate_groups(ids, hashes, vectors)
-    assert [sorted(g.members) for g in without] == [["a", "b", "c"]]
+def test_incremental_state_searches_only_what_changed():
+    ids = [f"p{k}" for k in range(6)]
+    shas = [f"s{k}" for k in range(6)]
+    last = _state(ids[:5], shas[:5], [0, 1], [1, 2])  # pairs p0-p1, p1-p2
+    now = [*shas[:2], "changed", *shas[3:]]
+    changed = changed_rows(last, "k", ids, now)
+    assert changed.tolist() == [False, False, True, False, False, True]  # p2 changed, p5 new
+    i, j, kept = kept_pairs(*last.pairs_by_id(), {pid: r for r, pid in enumerate(ids)}, changed)
+    assert list(zip(i.tolist(), j.tolist(), strict=True)) == [(0, 1)]  # p1-p2 is searched again
+    assert kept.tolist() == [True, False]
+    assert changed_rows(last, "other rules", ids, now) is None
+    assert changed_rows(None, "k", ids, now) is None
+    assert changed_rows(last, "k", ids, ["x"] * 6) is None  # most changed: search everything
 
 
-def _product_shot(size: int = 256, scale: float = 1.0, stripe: bool = False) -> np.ndarray:
-    """A dark t-shirt-like block with sleeves on white, optionally striped."""
-    from PIL import Image, ImageDraw
-
-    im = Image.new("RGB", (size, size), (250, 250, 250))
-    draw = ImageDraw.Draw(im)
-    c, s = size / 2, size * 0.3 * scale
-    draw.rectangle((c - s * 0.6, c - s, c + s * 0.6, c + s), fill=(30, 40, 90))
-    draw.polygon([(c - s * 0.6, c - s), (c - s * 1.1, c - s * 0.4), (c - s * 0.6, c - s * 0.2)],
-                 fill=(30, 40, 90))
-    draw.polygon([(c + s * 0.6, c - s), (c + s * 1.1, c - s * 0.4), (c + s * 0.6, c - s * 0.2)],
-                 fill=(30, 40, 90))
-    if stripe:
-        for y in range(int(c - s), int(c + s), 12):
-            draw.rectangle((c - s * 0.6, y, c + s * 0.6, y + 4), fill=(230, 230, 230))
-    return np.asarray(im)
+def test_dedup_key_follows_the_dup_settings():
+    settings = SimpleNamespace(as_dict=lambda: {"dup_layout": 0.965, "workers": 4})
+    other = SimpleNamespace(as_dict=lambda: {"dup_layout": 0.97, "workers": 4})
+    assert dedup_key(settings, []) != dedup_key(other, [])
+    assert dedup_key(settings, ["clip"]) != dedup_key(settings, [])
 
 
-def test_a_crop_of_a_photo_lines_up_after_a_centre_zoom():
-    """A 12% centre crop (resized back to the working size) matches its photo through the
-    zoom search, though not as it is; another product of the same colour and silhouette
-    but a different print does not match either way."""
-    from PIL import Image
+def _decision(decision, keep=None, at="2026-01-01"):
+    return {"decision": decision, "keep": keep, "at": at}
 
-    from vismerch.features.colour import ColourBackend
-    from vismerch.merch.dedup import structure_correlation
 
-    photo = _product_shot()
-    cut = round(256 * 0.06)
-    crop = np.asarray(Image.fromarray(photo[cut:-cut, cut:-cut]).resize((256, 256), Image.BILINEAR))
-    striped = _product_shot(stripe=True)
-    sig = ColourBackend().encode_images(np.stack([photo, crop, striped])).columns["structure"]
-    i, j = np.array([0, 0]), np.array([1, 2])
-    as_is = structure_correlation(sig, i, j, zooms=())
-    zoomed = structure_correlation(sig, i, j)
-    assert as_is[0] < 0.975 <= zoomed[0]  # the crop: only the zoom search lines it up
-    assert zoomed[1] < 0.975  # the other print: no zoom makes it the same photo
+def test_review_decisions_outlive_recomputed_groups():
+    groups = {1: ["a", "b"], 2: ["c", "d", "e"], 3: ["f", "g"]}
+    decisions = {("a", "b"): _decision("distinct"),
+                 ("c", "d"): _decision("keep", "d", "2026-01-01"),
+                 ("d", "e"): _decision("keep", "e", "2026-01-02"),
+                 ("f", "g"): _decision("keep", "x")}  # kept product no longer a member
+    drop, keep = review_actions(groups, decisions)
+    assert drop == [1]
+    assert keep == {2: "e"}  # the newest decision wins
+    # a group that gained an unreviewed member is not dropped by "distinct" on one pair
+    assert review_actions({1: ["a", "b", "z"]}, decisions) == ([], {})

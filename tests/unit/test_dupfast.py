@@ -1,6 +1,6 @@
 """The fast paths of the duplicate search give what the exact rules give: the batched pair
-scores of merch/dupmatch.py (per-image float16 rows) and the box-hash nearest neighbours
-over distinct hashes of merch/dedup.py, on generated signatures and hashes."""
+scores of dupes/match.py (per-image float16 rows) and the box-hash nearest neighbours
+over distinct hashes of dupes/hashsearch.py, on generated signatures and hashes."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import numpy as np
 import torch
 
 from vismerch.config import load_settings
+from vismerch.dupes import colourcheck
+from vismerch.dupes import match as dupmatch
+from vismerch.dupes.hashsearch import hamming_nearest, hamming_neighbours, popcount
+from vismerch.dupes.model import DupRules
 from vismerch.indexes.vector import VectorIndex, locality_order
-from vismerch.merch import dupmatch
-from vismerch.merch.dedup import hamming_nearest, hamming_neighbours, popcount
-from vismerch.merch.dupfind import DupRules
 
 RULES = DupRules.from_settings(load_settings(env={}))  # the default dup_* settings
 LAYOUT_AT = (RULES.structure, RULES.layout_alone)
@@ -51,7 +52,7 @@ def _signatures(n: int, seed: int = 0):
 
 
 def _verdict(scores, mirrored: bool) -> np.ndarray:
-    """merch/dupfind.confirm's structure verdict from structure_scores' five arrays."""
+    """dupes/confirm.confirm's structure verdict from structure_scores' five arrays."""
     plain, fine, m_plain, m_fine, _ = (np.asarray(s) for s in scores)
     if mirrored:
         use = m_plain > plain
@@ -64,10 +65,8 @@ def test_fast_scores_give_the_exact_verdicts():
     for mirrored in (False, True):
         exact = dupmatch.structure_scores(sig, box, aspect, i, j,
                                           good_enough=RULES.structure_plain, mirrored=mirrored)
-        fast = dupmatch.fast_structure_scores(sig, box, aspect, i, j, layout_at=LAYOUT_AT,
-                                              detail_at=DETAIL_AT,
-                                              good_enough=RULES.structure_plain,
-                                              mirrored=mirrored)
+        at = dupmatch.Thresholds(LAYOUT_AT, DETAIL_AT, RULES.structure_plain, mirrored)
+        fast = dupmatch.fast_structure_scores(sig, box, aspect, i, j, at)
         ok = _verdict(exact, mirrored)
         assert 200 < ok.sum() < ok.size - 1000  # copies pass, look-alikes do not
         assert np.array_equal(_verdict(fast, mirrored), ok)
@@ -164,13 +163,14 @@ def test_whole_catalog_signature_passes_in_blocks_give_the_one_pass_values(monke
     """colour_summary and _shrink run a million images in blocks of rows (bounded
     temporaries; _shrink's uint8 sums in integers): the values of one numpy pass of the
     definition (_shrink's exactly; colour_summary's, on channel planes, within rounding)."""
-    from vismerch.features.dupsig import lab_cells
+    from vismerch.dupes.signature import lab_cells
 
     rng = np.random.default_rng(5)
     sig = rng.integers(0, 256, (23, 32, 32), dtype=np.uint8)
     sig[0] = 255  # the largest cell sums
     colour = rng.integers(0, 256, (23, 8, 8, 3), dtype=np.uint8)
     monkeypatch.setattr(dupmatch, "_BLOCK", 7)  # 23 rows: three whole blocks and a part
+    monkeypatch.setattr(colourcheck, "_BLOCK", 7)
     for g in (2, 4, 8, 16):
         k = 32 // g
         one_pass = sig.reshape(23, g, k, g, k).sum(axis=(2, 4), dtype=np.float32) / np.float32(k * k)
@@ -179,6 +179,6 @@ def test_whole_catalog_signature_passes_in_blocks_give_the_one_pass_values(monke
     w = np.clip(np.linalg.norm(lab - np.array([100.0, 0.0, 0.0], np.float32), axis=2) - 4.0,
                 0.0, None) + 1e-3
     w /= w.sum(axis=1, keepdims=True)
-    ab, lightness = dupmatch.colour_summary(colour)  # on channel planes: float rounding
+    ab, lightness = colourcheck.colour_summary(colour)  # on channel planes: float rounding
     np.testing.assert_allclose(ab, np.einsum("nc,ncd->nd", w, lab[:, :, 1:]), atol=1e-4)
     np.testing.assert_allclose(lightness, np.einsum("nc,nc->n", w, lab[:, :, 0]), atol=1e-4)

@@ -1,5 +1,6 @@
-"""Duplicate signatures (features/dupsig.py) and the pair rules over them (merch/dupmatch.py,
-merch/dupfind.py) on synthetic product shots with known edits."""
+"""Duplicate signatures (dupes/signature.py) and the pair rules over them (dupes/match.py,
+dupes/colourcheck.py, dupes/confirm.py, dupes/candidates.py) on synthetic product shots
+with known edits."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import torch
 from PIL import Image, ImageDraw, ImageOps
 
 from vismerch.config import load_settings
-from vismerch.features.dupsig import empty_columns, has_signature, signatures
-from vismerch.merch import dupfind
-from vismerch.merch.dupfind import DupRules, Signatures
+from vismerch.dupes.candidates import candidates_all, candidates_new
+from vismerch.dupes.confirm import confirm
+from vismerch.dupes.model import DupRules, Signatures
+from vismerch.dupes.signature import empty_columns, has_signature, signatures
 from vismerch.sample import edits
 
 SIZE = 256  # the working size the colour backend sees
@@ -56,7 +58,7 @@ def _confirmed(sigs: Signatures, rules: DupRules | None = None) -> set[tuple[int
     rules = rules or RULES
     n = len(sigs)
     i, j = np.triu_indices(n, 1)
-    ok, _ = dupfind.confirm(sigs, i.astype(np.int64), j.astype(np.int64), rules)
+    ok, _ = confirm(sigs, i.astype(np.int64), j.astype(np.int64), rules)
     return {(int(a), int(b)) for a, b in zip(i[ok], j[ok], strict=True)}
 
 
@@ -121,8 +123,8 @@ def test_a_box_of_other_proportions_is_another_cut_not_a_copy():
                           np.array([1.0, stretch], np.float32))
 
     i, j = np.array([0]), np.array([1])
-    assert dupfind.confirm(pair(1.02), i, j, RULES)[0].tolist() == [True]
-    assert dupfind.confirm(pair(1.05), i, j, RULES)[0].tolist() == [False]
+    assert confirm(pair(1.02), i, j, RULES)[0].tolist() == [True]
+    assert confirm(pair(1.05), i, j, RULES)[0].tolist() == [False]
 
 
 def test_new_against_all_finds_what_the_whole_search_finds():
@@ -134,14 +136,14 @@ def test_new_against_all_finds_what_the_whole_search_finds():
         copies.append(edits.apply(img, str(rng.choice(edits.EDITS)), rng)[0])
     sigs = _sigs(shots + copies)
     rules = RULES
-    i, j = dupfind.candidates_all(sigs, rules)
-    ok, _ = dupfind.confirm(sigs, i, j, rules)
+    i, j = candidates_all(sigs, rules)
+    ok, _ = confirm(sigs, i, j, rules)
     whole = {(int(a), int(b)) for a, b in zip(i[ok], j[ok], strict=True)}
     assert whole == {(k, k + 12) for k in range(12)}
     new = np.arange(12, 24)  # the copies arrive in a second ingest
-    i, j = dupfind.candidates_new(sigs, new, rules)
+    i, j = candidates_new(sigs, new, rules)
     assert ((np.isin(i, new)) | (np.isin(j, new))).all()  # never old against old
-    ok, _ = dupfind.confirm(sigs, i, j, rules)
+    ok, _ = confirm(sigs, i, j, rules)
     assert {(int(a), int(b)) for a, b in zip(i[ok], j[ok], strict=True)} == whole
 
 
@@ -157,7 +159,7 @@ def test_resampling_weights_are_the_gaussian_of_each_cell_with_edges_repeated():
     """Each signature cell is a Gaussian of BLUR cells (at least MIN_BLUR source cells)
     round its centre, cut at REACH sigmas, the mass beyond the frame's edge on the edge
     cell: the banded weights equal that definition written out densely."""
-    from vismerch.features import dupsig
+    from vismerch.dupes import signature as dupsig
 
     lo = torch.tensor([0.0, 0.1, 0.37, 0.5, 0.02, 0.45])
     hi = torch.tensor([1.0, 0.8, 0.61, 0.99, 0.3, 0.55])
@@ -178,7 +180,7 @@ def test_resampling_weights_are_the_gaussian_of_each_cell_with_edges_repeated():
 def test_small_boxes_from_the_pixels_agree_with_the_grid_on_smooth_content():
     """The pixel path (small boxes) and the grid path give the same cells where there is
     no detail finer than the grid, so a copy whose box crosses FINE_SPAN still pairs."""
-    from vismerch.features import dupsig
+    from vismerch.dupes import signature as dupsig
 
     yy, xx = np.mgrid[0:256, 0:256].astype(np.float32)
     smooth = np.stack([120 + 80 * np.sin(xx / 23.0), 100 + 60 * np.cos(yy / 31.0),
@@ -205,7 +207,7 @@ def test_ring_backdrop_is_the_median_of_the_ring_cells():
     """The ring's medians equal torch's (lower) median of the cells of the ring mask and of
     the border, for grids of 2x2 means of uint8 pixels (quarter levels), and the fallback
     applies to a product that fills its frame."""
-    from vismerch.features import dupsig
+    from vismerch.dupes import signature as dupsig
 
     gen = torch.Generator().manual_seed(4)
     g = dupsig.BOX_GRID
@@ -374,8 +376,8 @@ def test_a_product_lighter_than_a_dark_backdrop_keeps_its_colour():
 
 
 def test_a_colourway_turned_half_round_is_not_a_light_edit():
-    from vismerch.features.dupsig import LAB_CODE_OFFSET, LAB_CODE_SCALE
-    from vismerch.merch.dupmatch import cell_colour_residual
+    from vismerch.dupes.colourcheck import cell_colour_residual
+    from vismerch.dupes.signature import LAB_CODE_OFFSET, LAB_CODE_SCALE
 
     lab = np.zeros((2, 8, 8, 3), np.float32)
     lab[..., 0] = 60.0
@@ -383,3 +385,42 @@ def test_a_colourway_turned_half_round_is_not_a_light_edit():
     lab[1, ..., 1:] = (-40.0, -20.0)  # the same chroma, opposite hue
     code = (lab * LAB_CODE_SCALE + LAB_CODE_OFFSET).round().astype(np.uint8)
     assert cell_colour_residual(code, np.array([0]), np.array([1]))[0] > 40
+
+
+def test_signatures_leave_the_callers_planes_as_they_were():
+    """The colour backend hands its 128x128 channel-plane means to ``signatures``, and may
+    read them afterwards: they are read, never changed, and give what ``x`` alone gives."""
+    from vismerch.dupes import signature as dupsig
+
+    shots = [_product(seed=1), ImageOps.expand(_product(seed=2), 60, (255, 255, 255)),
+             _product((40, 60, 200), seed=3)]
+    x = torch.from_numpy(np.stack([_working(im) for im in shots]))
+    k = SIZE // dupsig.BOX_GRID
+    planes = dupsig.quality.cell_mean_planes(x, k, torch.empty(len(x), 3, dupsig.BOX_GRID,
+                                                                 dupsig.BOX_GRID))
+    before = planes.clone()
+    got = signatures(x, planes=planes)
+    assert torch.equal(planes, before)
+    alone = signatures(x)
+    for name in got:
+        assert np.array_equal(got[name], alone[name]), name
+
+
+def test_the_same_shot_in_another_colour_is_kept_apart_a_light_edit_is_not():
+    """A colourway lined up as it is (a*b* turned half round, L* kept: the same layout) is
+    marked apart, so no chain of crops may group it with the original; a light edit is a
+    duplicate and not apart; another product is neither."""
+    from vismerch.dupes.confirm import judge
+    from vismerch.features.colourspace import lab_to_srgb, srgb_to_lab
+
+    img = _product(seed=4)
+    lab = srgb_to_lab(torch.from_numpy(np.asarray(img.convert("RGB"))))
+    lab[..., 1:] *= -1
+    turned = Image.fromarray((lab_to_srgb(lab) * 255).clamp(0, 255).round().to(torch.uint8).numpy())
+    shots = [img, turned, Image.eval(img, lambda v: min(255, int(v * 1.1))), _product(seed=5)]
+    i, j = (x.astype(np.int64) for x in np.triu_indices(len(shots), 1))
+    got = judge(_sigs(shots), i, j, RULES)
+    pairs = list(zip(i.tolist(), j.tolist(), strict=True))
+    assert {p for p, a in zip(pairs, got.apart, strict=True) if a} == {(0, 1), (1, 2)}
+    assert {p for p, ok in zip(pairs, got.ok, strict=True) if ok} == {(0, 2)}
+    assert got.strength[pairs.index((0, 2))] > 2  # lined up as it is: colour cells compared

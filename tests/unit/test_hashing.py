@@ -92,15 +92,13 @@ def test_pack_bits_most_significant_first_and_hamming():
 @pytest.mark.parametrize("size", [32, 64])  # the fast paths; other sizes take the mean itself
 def test_hashes_of_a_grid_are_those_of_its_area_mean(size):
     """The 32x32 hash input: a 32 px grid as it is, a 64 px one by its 2x2 means, give the
-    hash and structure signature of the plain area mean, bit for bit, so neither depends
-    on which path ran."""
-    from vismerch.features.hashing import HASH_INPUT, phash_bits, structure_signature
+    hash of the plain area mean, bit for bit, so it does not depend on which path ran."""
+    from vismerch.features.hashing import HASH_INPUT, phash_bits
 
     grey = torch.rand(5, size, size, generator=torch.Generator().manual_seed(size)) * 255
     k = size // HASH_INPUT
     want = grey.reshape(5, HASH_INPUT, k, HASH_INPUT, k).mean(dim=(2, 4))
     assert torch.equal(phash_bits(grey), phash_bits(want))
-    assert torch.equal(structure_signature(grey), structure_signature(want))
 
 
 def test_luma_of_uint8_pixels_is_luma_of_their_float_copy():

@@ -25,3 +25,18 @@ def test_shard_columns_are_what_read_shard_returns(tmp_path):
         assert sent[key].dtype == read[key].dtype and sent[key].shape == read[key].shape, key
         np.testing.assert_array_equal(sent[key], read[key])
     assert list(sent["sha256"]) == shas
+
+
+def test_shards_written_before_a_column_retired_read_without_it(tmp_path):
+    """Older shards hold the legacy 32x32 ``structure`` signature (1 KiB per image) that no
+    code reads any more: reading them skips it and keeps every other column."""
+    rng = np.random.default_rng(4)
+    shas = [f"{i:064x}" for i in range(3)]
+    vectors = rng.random((3, 4), dtype=np.float32)
+    columns = {"blur": rng.random(3, dtype=np.float32),
+               "structure": rng.integers(0, 256, (3, 32, 32), dtype=np.uint8)}
+    rel = write_shard(tmp_path, "colour", "old", shas, vectors, columns, sync=False)
+    read = read_shard(tmp_path / rel)
+    assert "structure" not in read
+    np.testing.assert_array_equal(read["blur"], columns["blur"])
+    assert read_shard(tmp_path / rel, ["structure"])["structure"].shape == (3, 32, 32)

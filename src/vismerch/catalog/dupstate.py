@@ -1,9 +1,9 @@
 """What the last duplicate search saw, so the next ingest only searches what is new.
 
 ``index/dup_state.npz`` in the store holds the rules key the pairs were judged under,
-every image that was searched (product id and image sha256) and the confirmed pairs (as
-positions into those ids). Written to a temp name and renamed; a missing, damaged or
-foreign file simply means "search everything".
+every image that was searched (product id and image sha256), the confirmed pairs (as
+positions into those ids) with their strength, and the pairs kept apart. Written to a
+temp name and renamed; a missing, damaged or foreign file simply means "search everything".
 """
 
 from __future__ import annotations
@@ -24,9 +24,16 @@ class DupState:
     shas: list[str]
     a: np.ndarray  # (P,) positions into ids
     b: np.ndarray
+    strength: np.ndarray  # (P,) float32
+    apart_a: np.ndarray  # (Q,) positions into ids
+    apart_b: np.ndarray
 
     def pairs_by_id(self) -> tuple[list[str], list[str]]:
         return [self.ids[i] for i in self.a.tolist()], [self.ids[j] for j in self.b.tolist()]
+
+    def apart_by_id(self) -> tuple[list[str], list[str]]:
+        return ([self.ids[i] for i in self.apart_a.tolist()],
+                [self.ids[j] for j in self.apart_b.tolist()])
 
 
 def load(store_path: Path) -> DupState | None:
@@ -34,7 +41,9 @@ def load(store_path: Path) -> DupState | None:
     try:
         with np.load(path, allow_pickle=False) as z:
             return DupState(str(z["key"]), z["ids"].tolist(), z["shas"].tolist(),
-                            z["a"].astype(np.int64), z["b"].astype(np.int64))
+                            z["a"].astype(np.int64), z["b"].astype(np.int64),
+                            z["strength"].astype(np.float32), z["apart_a"].astype(np.int64),
+                            z["apart_b"].astype(np.int64))
     except (OSError, KeyError, ValueError):
         return None
 
@@ -45,7 +54,8 @@ def save(store_path: Path, state: DupState) -> None:
     tmp = path.with_name(path.name + ".tmp.npz")
     np.savez(tmp, key=np.array(state.key), ids=np.array(state.ids, dtype=str),
              shas=np.array(state.shas, dtype=str), a=state.a.astype(np.int64),
-             b=state.b.astype(np.int64))
+             b=state.b.astype(np.int64), strength=state.strength.astype(np.float32),
+             apart_a=state.apart_a.astype(np.int64), apart_b=state.apart_b.astype(np.int64))
     os.replace(tmp, path)
 
 

@@ -1,4 +1,4 @@
-"""Store-owned SQL for merchandising rules and the rule log (``merch.rules`` validates and
+"""Store-owned SQL for merchandising rules and the rule log (``vismerch.rules`` validates and
 resolves them; this module reads and writes the rows)."""
 
 from __future__ import annotations

@@ -68,12 +68,19 @@ def sync_file(path: Path) -> None:
         os.close(fd)
 
 
+# Columns older shards hold that nothing reads: ``structure`` (1 KiB per image: the 32x32
+# luma of the duplicate rules before the box signatures, dupes/). Shards written since lack it.
+RETIRED_COLUMNS = frozenset({"structure"})
+
+
 def read_shard(path: Path, columns: list[str] | None = None, threads: bool = True
                ) -> dict[str, np.ndarray]:
     """A shard's columns as numpy arrays; fixed-size list columns become 2-D/3-D arrays.
     One file through ``ParquetFile``: ``pq.read_table`` goes through the dataset API, whose
     import alone costs ~0.1 s in every process that reads a shard."""
     with pq.ParquetFile(path) as parquet:
+        if columns is None:  # columns no code reads any more stay on disk, unread
+            columns = [c for c in parquet.schema_arrow.names if c not in RETIRED_COLUMNS]
         table = parquet.read(columns=columns, use_threads=threads)
     out: dict[str, np.ndarray] = {}
     for name in table.column_names:

@@ -60,7 +60,7 @@ def fingerprint_key(fingerprint: dict[str, Any]) -> str:
 # torch) so the ingest planner can tell old features from new without loading the backend:
 # bump it whenever the colour features change and stores re-feature on their next ingest.
 COLOUR_VERSION = 7  # 3: the palette leaves out thin dark outlines; 4: anti-aliased duplicate
-#                      signatures, small boxes resampled from the pixels (features/dupsig.py);
+#                      signatures, small boxes resampled from the pixels (dupes/signature.py);
 #                      5: duplicate boxes from product mass in proportion to cell coverage;
 #                      6: photos without a backdrop boxed by the frame less its bars, and
 #                      no white balance by a backdrop that a lighter product would clip at;

@@ -19,7 +19,7 @@ its geometry) and the perceptual hash of the grid's luma, it computes:
    cells; each block is Hellinger/L2-normalised and weighted so that cosine =
    0.6 histogram + 0.2 layout + 0.2 edges; the whole vector is L2-normalised.
 
-The duplicate signature (dupsig.py) starts from the ``BOX_GRID`` means that the
+The duplicate signature (dupes/signature.py) starts from the ``BOX_GRID`` means that the
 analysis' one pass over the pixels leaves. Sizes are the ``Sizes`` the backend is made with. The
 fast paths are in kernels.py, their plain definitions in reference.py. Colour naming lives
 in colournames.py and is re-exported here.
@@ -36,8 +36,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from vismerch.dupes import signature as dupsig
+from vismerch.dupes.signature import BOX_GRID
 from vismerch.errors import UsageError
-from vismerch.features import analysis, dupsig, foreground, kernels, quality
+from vismerch.features import analysis, foreground, kernels, quality
 from vismerch.features.analysis import BORDER, CPU_CHUNK, GRID, shrink
 from vismerch.features.base import COLOUR_VERSION, FeatureBatch
 from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
@@ -51,8 +53,7 @@ from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
     parse_colour,
 )
 from vismerch.features.colourspace import ciede2000, lab_to_srgb, srgb_to_lab
-from vismerch.features.dupsig import BOX_GRID
-from vismerch.features.hashing import luma, pack_bits, phash_bits, structure_signature
+from vismerch.features.hashing import luma, pack_bits, phash_bits
 
 VERSION = COLOUR_VERSION  # what each version changed: features/base.py
 PALETTE_K = 5
@@ -92,7 +93,7 @@ DIM = HIST_DIM + LAYOUT_DIM + EDGE_DIM
 class Sizes:
     """The backend's resolutions: the analysis grid (cells per side), palette samples per
     side, the backdrop ring (grid cells) and the images per chunk of full-size work on
-    CPU. (The duplicate signature's grid is dupsig's ``BOX_GRID``.)"""
+    CPU. (The duplicate signature's grid is ``dupes.signature.BOX_GRID``.)"""
 
     grid: int = GRID
     samples: int = SAMPLES
@@ -159,9 +160,7 @@ class ColourBackend:
             out, dup = self._encode(x, _StageClock(profile, self.device))
         vectors = out.pop("vector").float().cpu().numpy()
         bits = out.pop("phash_bits")
-        structure = out.pop("structure").cpu().numpy()  # uint8: 1 KiB per image
         columns = {k: v.float().cpu().numpy() for k, v in out.items()}
-        columns["structure"] = structure
         columns["phash"] = pack_bits(bits)
         columns.update(dup)
         return FeatureBatch(vectors=vectors, columns=columns)
@@ -197,10 +196,9 @@ class ColourBackend:
         columns: dict[str, torch.Tensor] = {
             "phash_bits": phash_bits(grey),
             "blur": blur,
-            "structure": structure_signature(grey),
         }
         clock("full_size: hash, blur, shrink")
-        # the framing/light-invariant duplicate signature (dupsig.py) starts from the
+        # the framing/light-invariant duplicate signature (dupes/signature.py) starts from the
         # scan's BOX_GRID means: the full-size image is averaged once for both
         dup = dupsig.signatures(x, planes=planes)
         clock("duplicate signature")
@@ -475,7 +473,6 @@ def _empty_batch() -> FeatureBatch:
         "palette_weight": np.zeros((0, PALETTE_K), np.float32),
         "background_lab": np.zeros((0, 3), np.float32),
         "phash": np.zeros((0,), np.uint64),
-        "structure": np.zeros((0, 32, 32), np.uint8),
         **dupsig.empty_columns(),
     }
     for name in quality.METRIC_NAMES:

@@ -79,14 +79,6 @@ def phash_bits(grey: torch.Tensor) -> torch.Tensor:
     return flat > median[:, None]
 
 
-def structure_signature(grey: torch.Tensor) -> torch.Tensor:
-    """Greyscale (B, H, W) float -> uint8 (B, 32, 32) area-averaged luma: the image's
-    layout at thumbnail scale. Near-duplicates (one photo re-encoded, resized or lightly
-    cropped) correlate almost perfectly at this scale; different products with a similar
-    silhouette and colour do not (see merch/dedup.py)."""
-    return _shrink(grey).round().clamp(0, 255).to(torch.uint8)
-
-
 def pack_bits(bits: torch.Tensor | np.ndarray) -> np.ndarray:
     """bool (B, 64), most significant bit first -> uint64 (B,)."""
     arr = np.asarray(bits.cpu() if isinstance(bits, torch.Tensor) else bits, dtype=bool)

@@ -3,7 +3,7 @@
 ``arrange_collection(store, "dresses", columns=4)`` loads the collection's products, their
 business scores (``merch.scoring``), visual vectors (a neural backend when the store has
 one, else ``colour``), dominant colour families, quality flags and duplicate groups,
-applies the rules that apply (``merch.rules``), arranges the visible products
+applies the rules that apply (``vismerch.rules``), arranges the visible products
 (``merch.arrange``) and logs out-of-stock pin substitutions. Nothing is saved unless
 ``service.versions.save_order`` is called with the result.
 """
@@ -246,9 +246,9 @@ def _kept_elsewhere(store: Store, records: list[dict[str, Any]], pinned: set[int
     """Members (record index -> the kept product) of duplicate groups a reviewer settled with
     "keep this one": the other copies leave the grid, so the kept product never ranks below
     its copy. A copy a rule pins stays (the pin is an explicit choice)."""
-    from vismerch.catalog.reviews import dup_group_reviews
+    from vismerch.dupes.reviews import group_reviews
 
-    kept = {gid: r["keep"] for gid, r in dup_group_reviews(store).items()
+    kept = {gid: r["keep"] for gid, r in group_reviews(store).items()
             if r["decision"] == "keep" and r["keep"]}
     if not kept:
         return {}

@@ -148,7 +148,7 @@ class _ReadAhead:
 
 
 DERIVE_MODULES = (  # what derive imports on first use (FAISS with the search modules)
-    "vismerch.indexes.vector", "vismerch.merch.dedup", "vismerch.merch.dupfind",
+    "vismerch.indexes.vector", "vismerch.dupes.refresh",
     "vismerch.merch.collections", "vismerch.catalog.dupstate", "vismerch.catalog.reviews",
     "vismerch.features.describe", "vismerch.merch.derive", "vismerch.indexes.catalog",
 )

@@ -1,9 +1,9 @@
 """Near-duplicate groups and the review decisions on them (keep one / not duplicates),
-which persist and survive every re-derive (``catalog.reviews``)."""
+which persist and survive every re-derive (``dupes.reviews``)."""
 
 from __future__ import annotations
 
-from vismerch.catalog import reviews
+from vismerch.dupes import reviews
 from vismerch.errors import InvalidInput, NotFound
 from vismerch.service._util import check_choice
 from vismerch.service.models import DupGroup, DupReview
@@ -21,7 +21,7 @@ def _group(raw: dict, review: dict | None) -> DupGroup:
 def list_groups(ws: Workspace, status: str = "all") -> list[DupGroup]:
     """Duplicate groups with their representative and review state."""
     check_choice(status, STATUSES, "status")
-    decided = reviews.dup_group_reviews(ws.store)
+    decided = reviews.group_reviews(ws.store)
     groups = [_group(g, decided.get(g["group"])) for g in ws.store.dup_groups()]
     return [g for g in groups if status == "all" or g.status == status]
 
@@ -29,7 +29,7 @@ def list_groups(ws: Workspace, status: str = "all") -> list[DupGroup]:
 def get_group(ws: Workspace, group_id: int) -> DupGroup:
     for g in ws.store.dup_groups():
         if g["group"] == group_id:
-            return _group(g, reviews.dup_group_reviews(ws.store).get(group_id))
+            return _group(g, reviews.group_reviews(ws.store).get(group_id))
     raise NotFound("duplicate group", group_id, hint="list them with: vismerch dupes STORE")
 
 
@@ -47,7 +47,7 @@ def review_group(ws: Workspace, group_id: int, decision: str, *, keep: str | Non
                                hint="members: " + ", ".join(group.members))
     elif keep is not None:
         raise InvalidInput("keep", "keep goes with decision=keep, not distinct")
-    reviews.record_dup_decision(ws.store, group.members, decision, keep, by)
+    reviews.record(ws.store, group.members, decision, keep, by)
     if decision == "distinct":
         return None
     return get_group(ws, group_id)

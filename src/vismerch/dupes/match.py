@@ -1,5 +1,6 @@
 """Is image B the same photo as image A, reframed and relit? Pair scores from the
-signatures of features/dupsig.py (box, 32x32 log-luma of the box, 4x4 Lab cells).
+signatures of dupes/signature.py (box, 32x32 log-luma of the box); the colour checks
+are dupes/colourcheck.py's.
 
 * **structure**: the zero-mean, unit-norm correlation (NCC) of the two box signatures as
   they are (padding, letterbox, trimmed margins, resizing, re-encoding and light edits
@@ -15,19 +16,14 @@ signatures of features/dupsig.py (box, 32x32 log-luma of the box, 4x4 Lab cells)
   rounds of small moves and scalings (``REFINE_STEPS``) and scored at 32x32.
 * **mirror**: the same search against B flipped left-right. A pair whose mirrored score
   beats its direct one is a mirrored shot, refused unless ``allow_mirror``.
-* **colour**: after the white balance is undone, the product's mean a*b* and L* (cells
-  weighted by their distance from white) must agree within ``colour_ab`` (or
-  ``colour_ab_share`` of the larger chroma) and ``colour_l``: light edits move them a
-  little, a colourway (same shot, another colour) a lot.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
-
-from vismerch.features.dupsig import LAB_CODE_OFFSET, LAB_CODE_SCALE, lab_cells
 
 SIG = 32
 G = 16  # region-search comparison grid
@@ -319,19 +315,35 @@ def _row_dots(rows, i: np.ndarray, j: np.ndarray, mirror: bool = False) -> np.nd
     return out.numpy()
 
 
+@dataclass(frozen=True)
+class Thresholds:
+    """What :func:`fast_structure_scores` must give the exact verdicts against: the
+    layout and detail thresholds, the plain score that skips the region search, and
+    whether mirrored scores are wanted."""
+
+    layout: tuple[float, ...]
+    detail: tuple[float, ...]
+    good_enough: float = 1.0
+    mirrored: bool = True
+
+    def close(self, plain: np.ndarray, fine: np.ndarray) -> np.ndarray:
+        """Scores within ``MARGIN`` of a threshold: the fast score may not decide them."""
+        near = [np.abs(plain - t) < MARGIN for t in (*self.layout, self.good_enough)]
+        return np.any(near, axis=0) | np.any([np.abs(fine - t) < MARGIN for t in self.detail],
+                                             axis=0)
+
+
 def fast_structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray,
-                          i: np.ndarray, j: np.ndarray, *, layout_at: tuple[float, ...],
-                          detail_at: tuple[float, ...], good_enough: float = 1.0,
-                          mirrored: bool = True) -> tuple[np.ndarray, ...]:
+                          i: np.ndarray, j: np.ndarray, at: Thresholds) -> tuple[np.ndarray, ...]:
     """:func:`structure_scores` for many pairs, with the same verdicts against the
-    thresholds ``layout_at`` (layout), ``detail_at`` (detail) and ``good_enough``.
+    thresholds ``at``.
 
     Pairs whose boxes line up as they are get their plain scores from per-image unit rows
     (:func:`unit_rows`, computed once per image instead of once per pair); a pair whose
     fast score lies within ``MARGIN`` of a threshold, whose mirrored and direct scores are
     that close, or that needs the region search goes through :func:`structure_scores`.
     Elsewhere the scores are within ``MARGIN`` of the exact ones, and detail is left at -1
-    where the layout is below every ``layout_at`` (it cannot change a verdict there)."""
+    where the layout is below every layout threshold (it cannot change a verdict there)."""
     import torch
 
     i, j = np.asarray(i, np.int64), np.asarray(j, np.int64)
@@ -347,112 +359,64 @@ def fast_structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.nda
     rows = np.flatnonzero(used)
     local = np.cumsum(used) - 1
     sub = sig if rows.size == len(sig) else np.asarray(sig)[rows]
-    layout, detail = (torch.from_numpy(x) for x in unit_rows(sub))
+    unit = tuple(torch.from_numpy(x) for x in unit_rows(sub))
     near = np.abs(np.log(aspect[i] / aspect[j])) <= PLAIN_ASPECT
     either_cut = cut[i] | cut[j]
     exact = ~near & either_cut  # no plain score: only the region search can pair them
-    lowest = min(layout_at)
-
-    def close(x: np.ndarray, at) -> np.ndarray:
-        return np.any([np.abs(x - t) < MARGIN for t in at], axis=0)
-
     for s in range(0, i.size, _FAST_PAIRS):
         sl = slice(s, s + _FAST_PAIRS)
         q = np.flatnonzero(near[sl])
-        if not q.size:
-            continue
-        li, lj = local[i[sl][q]], local[j[sl][q]]
-        views = [(0, False)] + ([(2, True)] if mirrored else [])
-        unsure = np.zeros(q.size, bool)
-        for k, flip in views:
-            plain = _row_dots(layout, li, lj, flip)
-            fine = np.full(q.size, -1.0, np.float32)
-            need = plain >= lowest - MARGIN
-            if need.any():
-                fine[need] = _row_dots(detail, li[need], lj[need], flip)
-            unsure |= close(plain, (*layout_at, good_enough)) | close(fine, detail_at)
-            out[k, s + q], out[k + 1, s + q] = plain, fine
-        if mirrored:
-            unsure |= np.abs(out[2, s + q] - out[0, s + q]) < 2 * MARGIN
-        exact[s + q] |= unsure | ((out[0, s + q] < good_enough) & either_cut[s + q])
+        if q.size:
+            unsure = _plain_from_rows(unit, local[i[sl][q]], local[j[sl][q]], at,
+                                      out[:, s:s + _FAST_PAIRS], q)
+            exact[s + q] |= unsure | ((out[0, s + q] < at.good_enough) & either_cut[s + q])
     out[4] = out[0]
     redo = np.flatnonzero(exact)
     if redo.size:
         got = structure_scores(sig, box, frame_aspect, i[redo], j[redo],
-                               good_enough=good_enough, mirrored=mirrored)
+                               good_enough=at.good_enough, mirrored=at.mirrored)
         out[:, redo] = np.stack(got)
     return tuple(out)
 
 
-def colour_summary(colour: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(N, 8, 8, 3) stored Lab cells -> product mean a*b* (N, 2) and L* (N,), cells weighted by
-    their distance from white (backdrop cells weigh nothing).
-
-    In blocks of rows (whole-catalog temporaries at a million images, ~0.8 GB each, made it
-    ~4x slower) and on channel planes: each pass runs over contiguous rows of cells,
-    where the (cells, 3) layout's norms and einsums strode over threes (262,144 images on
-    one core: 0.75 -> 0.17 s; the values agree with that layout's within float rounding)."""
-    n = len(colour)
-    ab = np.empty((n, 2), np.float32)
-    lightness = np.empty(n, np.float32)
-    for s in range(0, n, _BLOCK):
-        block = np.asarray(colour[s:s + _BLOCK])
-        cells = block.reshape(len(block), -1, 3)
-        # (3, rows, cells) L*, a*, b* codes; order "C": contiguous planes, not a strided view
-        planes = cells.transpose(2, 0, 1).astype(np.float32, order="C")
-        # lab_cells' decoding, plane by plane
-        planes -= LAB_CODE_OFFSET[:, None, None]
-        planes /= LAB_CODE_SCALE[:, None, None]
-        light, a, b = planes
-        d = light - np.float32(100.0)  # distance from white
-        d *= d
-        d += a * a
-        d += b * b
-        w = np.sqrt(d, out=d)
-        w -= np.float32(4.0)
-        np.clip(w, 0.0, None, out=w)
-        w += np.float32(1e-3)
-        w /= w.sum(axis=1, keepdims=True)
-        ab[s:s + len(cells), 0] = (a * w).sum(axis=1)
-        ab[s:s + len(cells), 1] = (b * w).sum(axis=1)
-        lightness[s:s + len(cells)] = (light * w).sum(axis=1)
-    return ab, lightness
+def _plain_from_rows(unit: tuple, li: np.ndarray, lj: np.ndarray, at: Thresholds,
+                     out: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Fill ``out[:4, q]`` (a view) with the plain scores of pairs (li, lj) of unit rows
+    ``unit`` (layout, detail); bool per pair: too close to a threshold to trust."""
+    layout, detail = unit
+    lowest = min(at.layout)
+    unsure = np.zeros(q.size, bool)
+    for k, flip in [(0, False)] + ([(2, True)] if at.mirrored else []):
+        plain = _row_dots(layout, li, lj, flip)
+        fine = np.full(q.size, -1.0, np.float32)
+        need = plain >= lowest - MARGIN
+        if need.any():
+            fine[need] = _row_dots(detail, li[need], lj[need], flip)
+        unsure |= at.close(plain, fine)
+        out[k, q], out[k + 1, q] = plain, fine
+    if at.mirrored:
+        unsure |= np.abs(out[2, q] - out[0, q]) < 2 * MARGIN
+    return unsure
 
 
-def colour_agrees(ab: np.ndarray, lightness: np.ndarray, i: np.ndarray, j: np.ndarray, *,
-                  max_ab: float, ab_share: float, max_l: float) -> np.ndarray:
-    """bool per pair: the product's colour is the same up to a light edit."""
-    dab = np.linalg.norm(ab[i] - ab[j], axis=1)
-    chroma = np.maximum(np.linalg.norm(ab[i], axis=1), np.linalg.norm(ab[j], axis=1))
-    return (dab <= np.maximum(max_ab, ab_share * chroma)) & (
-        np.abs(lightness[i] - lightness[j]) <= max_l)
+def as_is_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray, i: np.ndarray,
+                 j: np.ndarray, lowest: float = -1.0) -> tuple[np.ndarray, np.ndarray]:
+    """(layout, detail) of pairs (i, j) lined up as they are, from per-image unit rows
+    (within ``MARGIN`` of the exact scores); -1 where the boxes' aspect ratios differ, and
+    detail -1 where the layout is below ``lowest``."""
+    import torch
 
-
-def cell_colour_residual(colour: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """Per pair, the largest colour change of one 8x8 cell of the box that a global light
-    edit does not explain: L* of j's cells is fitted as a + b * L* of i's and the a*b* as
-    c * a*b* (least squares, cells weighted by their distance from white), and the worst
-    remaining ΔE76 of a product cell is returned. A colourway that recolours part of the
-    product (a skin tone, a sole) leaves cells the fit cannot reach; a light edit does not.
-    Meaningful for pairs aligned as they are (not for crops)."""
-    # only the pairs' cells are decoded (the whole store's, at a million images, cost ~2.4 s
-    # and 0.8 GB per incremental dedup)
-    a = lab_cells(colour[i]).reshape(len(i), -1, 3)
-    b = lab_cells(colour[j]).reshape(len(j), -1, 3)
-    white = np.array([100.0, 0.0, 0.0], np.float32)
-    w = np.maximum(np.linalg.norm(a - white, axis=2), np.linalg.norm(b - white, axis=2))
-    w = np.clip(w - 4.0, 0.0, None)
-    sw = np.maximum(w.sum(axis=1, keepdims=True), 1e-6)
-    la, lb = a[..., 0], b[..., 0]
-    ma, mb = (w * la).sum(1, keepdims=True) / sw, (w * lb).sum(1, keepdims=True) / sw
-    slope = ((w * (la - ma) * (lb - mb)).sum(1, keepdims=True)
-             / np.maximum((w * (la - ma) ** 2).sum(1, keepdims=True), 1e-6))
-    rl = lb - (mb + slope * (la - ma))
-    aba, abb = a[..., 1:], b[..., 1:]
-    # a light edit scales chroma, never turns it round: a negative gain would explain a
-    # colourway whose hue is turned by half a circle (red to cyan) as a light edit
-    gain = np.maximum((w[..., None] * aba * abb).sum((1, 2)) /
-                      np.maximum((w[..., None] * aba * aba).sum((1, 2)), 1e-6), 0.0)[:, None, None]
-    rab = np.linalg.norm(abb - gain * aba, axis=2)
-    resid = np.sqrt(rl ** 2 + rab ** 2)
-    return np.where(w > 8.0, resid, 0.0).max(axis=1)
+    i, j = np.asarray(i, np.int64), np.asarray(j, np.int64)
+    plain = np.full(i.size, -1.0, np.float32)
+    fine = np.full(i.size, -1.0, np.float32)
+    box = np.asarray(box, np.float32)
+    aspect = (box[:, 2] - box[:, 0]) * frame_aspect / np.maximum(box[:, 3] - box[:, 1], 1e-3)
+    near = np.flatnonzero(np.abs(np.log(aspect[i] / aspect[j])) <= PLAIN_ASPECT)
+    if near.size:
+        rows, local = np.unique(np.concatenate([i[near], j[near]]), return_inverse=True)
+        layout, detail = (torch.from_numpy(x) for x in unit_rows(np.asarray(sig)[rows]))
+        li, lj = local[:near.size], local[near.size:]
+        plain[near] = _row_dots(layout, li, lj)
+        need = plain[near] >= lowest
+        fine[near[need]] = _row_dots(detail, li[need], lj[need])
+    return plain, fine

@@ -57,9 +57,8 @@ BLUR = 0.45  # Gaussian sigma of the resampling, in signature cells (a box filte
 MIN_BLUR = 0.5  # ... and at least this many source cells (where a box is upsampled)
 REACH = 4.0  # sigmas: the Gaussian's weights are zero beyond (a window per image)
 FINE_SPAN = 40  # grid cells: boxes narrower on a side are resampled from the pixels
-MARGIN = 0.0  # the signature spans the box plus this share of its size on each side (0.02 and
-#                0.04 were measured: worse precision on the generated catalogs and worse recall
-#                on OpenMoji than none)
+MARGIN = 0.0  # the box plus this share of its size on each side (0.02 and 0.04 measured worse
+#                precision on the generated catalogs and worse recall on OpenMoji than none)
 BOX_GRID = 128  # resolution the bounding box is found at
 BOX_LEVELS = 34.0  # sRGB levels from the backdrop (after white balance): solid product
 MASS_FROM = 24.0  # sRGB levels from the backdrop below which a cell is backdrop ...
@@ -264,7 +263,7 @@ def _from_pixels(x: torch.Tensor, which: torch.Tensor, box: torch.Tensor,
 def signatures(x: torch.Tensor, planes: torch.Tensor | None = None) -> dict[str, np.ndarray]:
     """uint8 (B, H, W, 3) RGB -> the ``COLUMNS`` arrays (see the module docstring).
     ``planes``: the caller's float (B, 3, 128, 128) area means of ``x`` on channel planes,
-    when it has them (used up: white-balanced in place)."""
+    when it has them (read, never changed)."""
     box, cells, back = box_cells(x, planes)
     return from_cells(box, small_boxes_from_pixels(x, box, back, cells))
 
@@ -298,7 +297,8 @@ def box_cells(x: torch.Tensor, planes: torch.Tensor | None = None
     # a dark or coloured backdrop: balanced by it, a lighter product would clip to white
     # and lose its colour; balanced by the box's brightest cells instead
     back = _unclipped(small, cells, back)
-    balanced = small.mul_((255.0 / back)[:, :, None, None])  # ours, or used up (see signatures)
+    # a new tensor: the caller's planes are left as they were
+    balanced = small * (255.0 / back)[:, :, None, None]
     # where the ring's colour is the border's (most shots), the second pass would find
     # the same box from the same numbers: only the others are searched again
     redo = ((back != border).any(dim=1) & ~busy).nonzero().squeeze(1)
