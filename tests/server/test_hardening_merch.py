@@ -42,7 +42,7 @@ def test_a_poison_rule_stored_anyway_cannot_crash_a_preview_or_a_draft(no_rules)
     """A rule written before the parser refused such literals (straight into the store) now
     matches nothing instead of raising in every preview and draft save."""
     from vismerch.catalog import rules as db
-    from vismerch.merch.rules import Rule
+    from vismerch.rules import Rule
 
     client, ws, keys = no_rules
     name = next(c["id"] for c in client.get(C, headers=auth(keys["viewer"])).json()["items"]

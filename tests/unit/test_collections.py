@@ -113,7 +113,7 @@ def test_sub_collections_stay_inside_their_parent_through_refreshes(store):
 
 
 def test_arrange_collection_end_to_end(store):
-    from vismerch.merch.rules import add_rule
+    from vismerch.rules import add_rule
 
     add_rule(store, "pin", collection="summer-dresses", product="P15", position=1)
     add_rule(store, "pin", collection="summer-dresses", product="P21", position=2)  # stock 0

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from merch_fixtures import build_store
 
+from vismerch import rules as R
 from vismerch.errors import UsageError
-from vismerch.merch import rules as R
 from vismerch.merch.layout import arrange_collection
 
 

@@ -164,7 +164,7 @@ def arrange_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """Arrange a collection for a grid: business first, no look-alike neighbours, explained."""
-    from vismerch.merch.rules import parse_stamp
+    from vismerch.rules import parse_stamp
     from vismerch.service import arrangements
 
     if publish_it and not save:

@@ -8,12 +8,21 @@ subclass here, decorated with ``@register`` (see docs/rules.md for the files it 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from vismerch.errors import InvalidInput
 
-if TYPE_CHECKING:
-    from vismerch.rules.model import Rule
+
+class Rule(Protocol):
+    """What a kind reads of a rule (``rules.model.Rule``; named here so that the kinds,
+    which the model imports, need not import it back)."""
+
+    kind: str
+    where: str | None
+    product: str | None
+    position: int | None
+    factor: float
+    oos_policy: str
 
 OUT_OF_STOCK = "stock <= 0"
 OOS_POLICIES = ("release", "substitute", "keep")  # what a pin does when its product is out of stock

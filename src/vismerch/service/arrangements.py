@@ -24,7 +24,7 @@ from vismerch.errors import InvalidInput, UsageError
 from vismerch.merch import collections as colls
 from vismerch.merch.explain import lookalike_adjacencies
 from vismerch.merch.layout import CollectionArrangement, arrange_collection, parse_columns
-from vismerch.merch.rules import parse_stamp
+from vismerch.rules import parse_stamp
 from vismerch.service._util import check_choice
 from vismerch.service.models_merch import Preview, PreviewSlot, Score
 from vismerch.service.workspace import Workspace

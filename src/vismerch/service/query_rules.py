@@ -16,8 +16,8 @@ from vismerch.catalog.store import utc_timestamp
 from vismerch.errors import InvalidInput, NotFound
 from vismerch.merch import queryrules as Q
 from vismerch.merch import synonyms as S
-from vismerch.merch.rules import parse_stamp
 from vismerch.merch.search import reciprocal_rank_fusion
+from vismerch.rules import parse_stamp
 from vismerch.service._util import parse_time
 from vismerch.service.models_queries import (
     Merchandising,
