@@ -150,6 +150,11 @@ def _register_builtins() -> None:
 
         return backend_from_fingerprint(fingerprint, device=device)
 
+    def style(settings=None, device: str = "cpu", **options):
+        from vismerch.features.style import StyleBackend
+
+        return StyleBackend(device=device, settings=settings, **options)
+
     def text(settings=None, device: str = "cpu", **options):
         from vismerch.features.text import TextBackend
 
@@ -159,6 +164,9 @@ def _register_builtins() -> None:
     for rank, kind in enumerate(("siglip", "clip", "openclip"), start=1):
         BACKENDS.register(kind, BackendInfo(kind, neural(kind), text_tower=True, rank=10 * rank,
                                             check=check, query_encoder=from_fingerprint))
+    # the product's kind (shape, structure) for "same style": after colour, so an unnamed
+    # "more like this" keeps colour's vectors where the store has no neural ones
+    BACKENDS.register("style", BackendInfo("style", style, neural=False, rank=92))
     # product titles' vectors for text search: not an image backend
     BACKENDS.register("text", BackendInfo("text", text, visual=False, neural=False, rank=95))
 

@@ -90,3 +90,29 @@ def similar_items(index_or_vectors: VectorIndex | np.ndarray, ids: Sequence[str]
     else:  # the mask follows the caller's order: pass the allowed ids instead
         allowed = {ids[p] for p in np.flatnonzero(mask)}
     return index.search(query, k, allowed=allowed)[0]
+
+
+def fused_similar(parts: Sequence[tuple[VectorIndex, float]], query_id: str, k: int,
+                  masks: Sequence[np.ndarray | None], *, depth: int | None = None,
+                  ) -> list[tuple[str, float]]:
+    """The ``k`` products nearest ``query_id`` by a weighted sum of cosines over several
+    indexes (``parts``: (index, weight); ``masks``: each index's allowed rows), as
+    (id, fused score), best first. Candidates are each index's own ``depth`` nearest
+    (default ``max(4k, 50)``); every candidate is then scored exactly in all of them, so a
+    product near in one space and far in another is ranked by both. A product missing from
+    any index is left out."""
+    depth = depth or max(4 * k, 50)
+    candidates: dict[str, None] = {}
+    for (index, _), mask in zip(parts, masks, strict=True):
+        for other, _score in similar_items(index, None, query_id, depth, allowed_mask=mask):
+            candidates[other] = None
+    names = [c for c in candidates if all(c in index.positions for index, _ in parts)]
+    if not names or k <= 0:
+        return []
+    total = np.zeros(len(names), np.float64)
+    for index, weight in parts:
+        query = index.vectors_at([index.position(query_id)])[0]
+        vectors = index.vectors_at([index.position(c) for c in names])
+        total += weight * (vectors @ query)
+    order = np.argsort(-total, kind="stable")[:k]
+    return [(names[i], float(total[i])) for i in order]

@@ -445,7 +445,9 @@ def _ingest_locked(store: Store, source, records, by_id, settings: Settings, n_w
             (utc_timestamp(), str(Path(source).resolve()),
              json.dumps(settings.as_dict(), sort_keys=True)),
         ).lastrowid
-    specs = backend_specs(backends, backend_options)
+    from vismerch.features.style import with_style
+
+    specs = backend_specs(*with_style(backends, backend_options, settings))
     root = Path(source).resolve()
     plan = plan_tasks(records, store, [b.key for b in specs], _task_size(settings),
                       root=root if root.is_dir() else root.parent,
