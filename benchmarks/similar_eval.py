@@ -3,8 +3,9 @@
 Real photos (``realphoto``): the set of benchmarks/realphoto_eval.py (built there when
 missing), its originals only; category recall@1/@5 at folder and department level for the
 colour vectors (``colour``), the style vectors (``style``: EfficientNet-Lite0 when its
-weights are importable, and ``style_shape``: the hand-made fallback, always) and their
-fused cosine (``both``, ``both_shape``; colour's share ``similar_colour_weight``), beside
+weights are importable, and ``style_shape``: the hand-made fallback, always) and the
+service's fusion of the two (``both``, ``both_shape``: ``merch.similar.fused_similar``,
+colour's share ``similar_colour_weight``; recall@k up to its 10 nearest), beside
 realphoto_eval's phash, histogram and colorthief figures. The vectors are made as ingest
 makes them: the working-size decode through the backends.
 
@@ -56,25 +57,45 @@ def encode(backend, pixels: np.ndarray, batch: int = 32) -> tuple[np.ndarray, fl
 
 
 def mode_vectors(pixels: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, float]]:
-    """Each mode's vectors (``both`` as a weighted concatenation: its cosine is the fused
-    one) and each backend's CPU ms per image (one thread)."""
+    """The colour and style vectors of each encoder (``style``: EfficientNet-Lite0 when its
+    weights import, ``style_shape``: always) and each backend's CPU ms per image (one thread)."""
     import torch
 
-    from vismerch.config import load_settings
     from vismerch.features.colour import ColourBackend
     from vismerch.features.effnet_lite import packaged_weights
     from vismerch.features.style import StyleBackend
 
     torch.set_num_threads(1)
-    w = float(load_settings().similar_colour_weight)
     vecs, ms = {}, {}
     vecs["colour"], ms["colour"] = encode(ColourBackend("cpu"), pixels)
     encoders = [("style_shape", "shape")] + ([("style", "effnet")] if packaged_weights() else [])
     for name, enc in encoders:
         vecs[name], ms[name] = encode(StyleBackend(encoder=enc), pixels)
-        both = "both" + name[len("style"):]
-        vecs[both] = np.hstack([vecs["colour"] * np.sqrt(w), vecs[name] * np.sqrt(1 - w)])
     return vecs, ms
+
+
+def fused_similarity(ids: list[str], colour: np.ndarray, style: np.ndarray, k: int = 10) -> np.ndarray:
+    """(N, N) with each row's ``k`` nearest by ``merch.similar.fused_similar`` (the service's
+    mode both, weight from the settings) ranked first, in its order; the rest -inf."""
+    from vismerch.config import load_settings
+    from vismerch.indexes.vector import VectorIndex
+    from vismerch.merch.similar import fused_similar
+
+    w = float(load_settings().similar_colour_weight)
+    parts = [(VectorIndex.build(colour, ids), w), (VectorIndex.build(style, ids), 1 - w)]
+    pos = {p: i for i, p in enumerate(ids)}
+    out = np.full((len(ids), len(ids)), -np.inf)
+    for i, pid in enumerate(ids):
+        for rank, (other, _) in enumerate(fused_similar(parts, pid, k, [None, None])):
+            out[i, pos[other]] = k - rank
+    return out
+
+
+def mode_similarities(ids: list[str], vecs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    sims = {m: v @ v.T for m, v in vecs.items()}
+    for name in [m for m in vecs if m.startswith("style")]:
+        sims["both" + name[len("style"):]] = fused_similarity(ids, vecs["colour"], vecs[name])
+    return sims
 
 
 def realphoto(seed: int, out: Path, cache: Path) -> dict:
@@ -86,10 +107,11 @@ def realphoto(seed: int, out: Path, cache: Path) -> dict:
         root, fetch_stamps(cache), seed)
     ids = sorted(p for p, v in truth["products"].items() if v.get("original"))
     vecs, ms = mode_vectors(_decode(root, truth, ids))
+    sims = mode_similarities(ids, vecs)
     result = {"set": "realphoto", "seed": seed, "originals": len(ids), "ms_per_image": ms}
     for level_name, level in (("folder", 0), ("department", 1)):
-        result[level_name] = {m: {k: v for k, v in recall_at(truth, ids, v @ v.T, level=level).items()
-                                  if k != "recall@1_by_category"} for m, v in vecs.items()}
+        result[level_name] = {m: {k: v for k, v in recall_at(truth, ids, s, level=level).items()
+                                  if k != "recall@1_by_category"} for m, s in sims.items()}
     return result
 
 
@@ -115,7 +137,6 @@ def precision_at(truth: dict, ids: list[str], sim: np.ndarray, k: int = 5) -> di
 
 def generated(n: int, seed: int, work: Path) -> dict:
     from vismerch.catalog.store import Store
-    from vismerch.config import load_settings
     from vismerch.pipeline.ingest import ingest
     from vismerch.sample.write import generate_catalog
 
@@ -127,9 +148,7 @@ def generated(n: int, seed: int, work: Path) -> dict:
     feats = {b: store.load_features(b) for b in ("colour", "style")}
     ids = sorted(keep & set(feats["colour"].ids) & set(feats["style"].ids))
     vec = {b: f.vectors[[f.ids.index(p) for p in ids]] for b, f in feats.items()}
-    w = float(load_settings().similar_colour_weight)
-    sims = {"colour": vec["colour"] @ vec["colour"].T, "style": vec["style"] @ vec["style"].T}
-    sims["both"] = w * sims["colour"] + (1 - w) * sims["style"]
+    sims = mode_similarities(ids, vec)
     model = json.loads(store.fingerprints("style")[0])["model"]
     return {"set": "generated", "n": n, "seed": seed, "queries": len(ids), "style_model": model,
             "precision@5": {m: precision_at(truth, ids, s) for m, s in sims.items()}}

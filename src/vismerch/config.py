@@ -89,7 +89,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("multicolour_max_weight", float, 0.55, "A product is multicolour when no single named colour covers at least this share of its pixels (a clear majority, with a margin for noise)."),
     Setting("colour_foreground_delta", float, 6.0, "Colour backend: a pixel belongs to the product when its CIEDE2000 from the estimated background exceeds this (above noise and JPEG ringing; faint shadows stay background)."),
     Setting("style_encoder", str, "auto", "Style vectors made at ingest for 'same style' similar items: auto (EfficientNet-Lite0 with vismerch[style] installed, else shape), effnet, shape, or off (none)."),
-    Setting("similar_colour_weight", float, 0.5, "Similar items in mode both: the colour vectors' share of the fused cosine (the rest is the style vectors')."),
+    Setting("similar_colour_weight", float, 0.5, "Similar items in mode both: colour's share of the fused score (the rest is style's); each space's cosines are standardised over the candidates first."),
     Setting("dup_crop_hamming", int, 16, "Legacy duplicate rules, crop rule: hash distance at most this when the vector cosine is at least dup_crop_cosine; equal to dup_hash_distance turns the rule off."),
     Setting("dup_crop_cosine", float, 0.97, "Legacy rules (images without a box signature), crop rule: vector cosine at least this (near-identical content) for hash distances up to dup_crop_hamming."),
     Setting("dup_neighbours", int, 32, "Legacy duplicate rules: candidates kept per image by hash distance; bounds memory on catalogs with thousands of look-alike hashes."),

@@ -288,6 +288,12 @@ def demo_cmd(
             f"{arranged['lookalikes_before']} -> {arranged['lookalikes_after']}, "
             f"business score kept {arranged['business_kept']:.1%} (preview {arranged['preview']})"
         )
+    similar = summary.get("similar_by_mode")
+    if similar:
+        _table(f"similar items by mode: share of the {similar['k']} nearest with the same ... "
+               f"(style vectors: {similar['style_model'] or 'none'})", ["mode", "category", "colour", "both"],
+               [[m, *(f"{v[key]:.1%}" for key in ("category", "colour", "both"))]
+                for m, v in similar.items() if isinstance(v, dict)])
     traffic = summary.get("traffic")
     if traffic:
         console.print(
