@@ -71,14 +71,16 @@ SIMILAR_MODES = ("colour", "style", "both")
 
 def similar_modes(ws: Workspace) -> list[str]:
     """The similar-item modes the store can answer: colour always; style and both where it
-    has style vectors (the ``style`` backend's, else a neural backend's)."""
+    has style vectors (a neural backend's, else the ``style`` backend's)."""
     return ["colour", "style", "both"] if _style_backend(ws) else ["colour"]
 
 
 def _style_backend(ws: Workspace) -> str | None:
+    """The vectors that answer "same style": a neural image model's where the store has one
+    (learned on far more than ImageNet's classes), else the ``style`` backend's."""
     from vismerch.features.base import list_backends
 
-    return ws.store.pick_backend(None, ("style", *list_backends(neural=True)))
+    return ws.store.pick_backend(None, (*list_backends(neural=True), "style"))
 
 
 def _similar_parts(ws: Workspace, mode: str | None, backend: str | None) -> tuple[str | None, list]:
