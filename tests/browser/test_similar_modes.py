@@ -4,7 +4,7 @@ labelled radio group, moved with the keyboard, whose choice refetches the simila
 from __future__ import annotations
 
 import pytest
-from tests.browser.conftest import api, sign_in
+from tests.browser.conftest import _axe_source, api, assert_accessible, sign_in
 
 pytestmark = pytest.mark.browser
 
@@ -33,6 +33,9 @@ def test_drawer_similar_mode_is_labelled_keyboard_usable_and_refetches(page, ser
     page.wait_for_function("n => document.querySelectorAll('#similar-items .mini').length === n",
                            arg=len(wanted["both"]))
     assert _strip(page) == wanted["both"]
+    axe = _axe_source()  # where axe-core is installed (make axe); the rest runs without it
+    if axe is not None:
+        assert_accessible(page, axe, "catalog drawer with the similar-items choice")
     # keyboard only: focus the checked radio, arrow to the previous one (Same style)
     page.get_by_label("Both", exact=True).focus()
     page.keyboard.press("ArrowLeft")
