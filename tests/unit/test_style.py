@@ -108,6 +108,16 @@ def test_encoder_choice(monkeypatch):
     assert names == ["colour", "style"] and options["style"]["encoder"] == "shape"
 
 
+def test_auto_uses_the_installed_weights(monkeypatch, tiny_weights):
+    monkeypatch.setattr(effnet_lite, "packaged_weights", lambda: tiny_weights)
+    assert style.resolve_encoder("auto") == "effnet"
+    assert style.resolve_encoder("shape") == "shape"
+    _, options = style.with_style(["colour"], None, _Settings("auto"))
+    assert options["style"]["encoder"] == "effnet"
+    backend = StyleBackend(**options["style"])
+    assert backend.fingerprint["model"] == "efficientnet-lite0" and backend.fingerprint["revision"]
+
+
 class _Settings:
     def __init__(self, encoder: str):
         self.style_encoder = encoder
