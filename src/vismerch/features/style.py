@@ -88,7 +88,7 @@ def square_crops(x: torch.Tensor, side: int) -> torch.Tensor:
     cx, cy = (box[:, 0] + box[:, 2]) / 2, (box[:, 1] + box[:, 3]) / 2
     half = torch.maximum((box[:, 2] - box[:, 0]) * w, (box[:, 3] - box[:, 1]) * h) * (0.5 + MARGIN)
     half = half.clamp_min(8.0)  # pixels: a degenerate box still gives a crop
-    theta = torch.zeros(b, 2, 3)
+    theta = torch.zeros(b, 2, 3, device=x.device)
     theta[:, 0, 0] = half / (w / 2)
     theta[:, 1, 1] = half / (h / 2)
     theta[:, 0, 2] = cx * 2 - 1
@@ -107,7 +107,8 @@ class StyleBackend:
                  encoder: str | None = None, weights: str | Path | None = None, **_: Any):
         from vismerch.config import setting
 
-        self.device = torch.device("cpu")  # small models: the CPU beside the colour backend
+        # the network runs on a CUDA device when given one; the shape descriptor on the CPU
+        self.device = torch.device(device) if str(device).startswith("cuda") else torch.device("cpu")
         self.weights = Path(weights) if weights else None
         chosen = encoder or (setting(settings, "style_encoder") if settings is not None else "auto")
         self.encoder = "effnet" if self.weights is not None else resolve_encoder(chosen)
@@ -117,7 +118,7 @@ class StyleBackend:
             from vismerch.features import effnet_lite
 
             path = self.weights or effnet_lite.packaged_weights()
-            self._model = effnet_lite.load(path)
+            self._model = effnet_lite.load(path).to(self.device)
             self._revision = _file_digest(path)
         self.dim = 1280 if self.encoder == "effnet" else shape_dim()
 
@@ -132,16 +133,32 @@ class StyleBackend:
             raise UsageError(f"style backend wants uint8 (B, H, W, 3) RGB, got {x.dtype} {tuple(x.shape)}")
         if x.shape[0] == 0:
             return FeatureBatch(np.zeros((0, self.dim), np.float32))
-        x = x.cpu()
         with torch.inference_mode():
-            vectors = self._effnet(x) if self._model is not None else shape_vectors(x)
+            if self._model is None:
+                vectors = shape_vectors(x.cpu())
+            elif self.device.type == "cpu":
+                vectors = _one_thread(lambda: self._effnet(x.cpu()))
+            else:
+                vectors = self._effnet(x.to(self.device))
         return FeatureBatch(vectors=vectors.astype(np.float32))
 
     def _effnet(self, x: torch.Tensor) -> np.ndarray:
         from vismerch.features.effnet_lite import MEAN, SIZE, STD
 
         crops = ((square_crops(x, SIZE) - MEAN) / STD).contiguous(memory_format=torch.channels_last)
-        return F.normalize(self._model.features(crops), dim=1).numpy()
+        return F.normalize(self._model.features(crops), dim=1).float().cpu().numpy()
+
+
+def _one_thread(run):
+    """``run()`` on one torch thread, as an ingest worker runs (one per core): a thread pool
+    left spinning after the network's convolutions slowed the colour backend after it
+    (measured several-fold on a busy two-core machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return run()
+    finally:
+        torch.set_num_threads(before)
 
 
 def _file_digest(path: str | Path) -> str:
