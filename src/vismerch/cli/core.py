@@ -290,8 +290,8 @@ def demo_cmd(
         )
     similar = summary.get("similar_by_mode")
     if similar:
-        _table(f"similar items by mode: share of the {similar['k']} nearest with the same ... "
-               f"(style vectors: {similar['style_model'] or 'none'})", ["mode", "category", "colour", "both"],
+        _table(f"{similar['k']} nearest by mode ({similar['style_model'] or 'no style'})",
+               ["mode", "same category", "same colour", "same both"],
                [[m, *(f"{v[key]:.1%}" for key in ("category", "colour", "both"))]
                 for m, v in similar.items() if isinstance(v, dict)])
     traffic = summary.get("traffic")
