@@ -168,3 +168,15 @@ def test_similar_items_by_mode_follow_colour_style_or_both(shapes_store):
         assert search.similar_modes(ws) == ["colour", "style", "both"]
     finally:
         ws.close()
+
+
+def test_the_demo_scores_each_mode_against_the_truth(shapes_store):
+    from vismerch.demo import similar_by_mode
+
+    truth = {"products": {f"{s}-{c}-{n}": {"category": s, "colour": c} for s in ("disc", "bar", "triangle")
+                          for c in ("red", "blue") for n in (0, 1)}}
+    got = similar_by_mode(shapes_store, truth, None, k=3)
+    assert got["queries"] == 12 and got["style_model"] == "shape"
+    assert got["colour"]["colour"] == 1.0 and got["style"]["category"] == 1.0
+    assert got["colour"]["category"] < 1.0 and got["style"]["colour"] < 1.0
+    assert got["both"]["both"] == 0.333  # each product's one twin (same shape and colour) in its 3
