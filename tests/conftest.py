@@ -8,6 +8,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# ingests in tests use the hand-made style vectors even where vismerch[style] is installed:
+# tests that need the EfficientNet encoder build a tiny one (tests/unit/test_style.py)
+os.environ.setdefault("VISMERCH_STYLE_ENCODER", "shape")
 
 
 def pytest_addoption(parser):

@@ -58,14 +58,17 @@ def similar(
     same_category: bool = False,
     in_stock: bool = False,
     backend: str | None = None,
+    mode: str | None = None,
     settings: Settings | None = None,
 ) -> list[dict[str, Any]]:
-    """More like this: the k products most similar to ``product_id`` (``[{id, score}]``)."""
+    """More like this: the k products most similar to ``product_id`` (``[{id, score}]``),
+    by ``mode``: ``"colour"``, ``"style"`` (the kind of product: shape and structure) or
+    ``"both"`` (the default where the store has style vectors)."""
     from vismerch.service import search as service
 
     with _workspace(store, settings) as ws:
         return _dicts(service.similar(ws, product_id, k=check_k(k), same_category=same_category,
-                                      in_stock=in_stock, backend=backend))
+                                      in_stock=in_stock, backend=backend, mode=mode))
 
 
 def colour_search(

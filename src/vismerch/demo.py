@@ -50,6 +50,7 @@ def run_demo(
         predicted = predictions(store)
     traffic = _week_of_traffic(out / "store", arranged, settings, seed)
     truth = catalog.truth()
+    similar = similar_by_mode(out / "store", truth, settings)
     scores = score_against_truth(
         truth, predicted["colours"], predicted["groups"], predicted["flags"], failed=predicted["failed"]
     )
@@ -70,8 +71,39 @@ def run_demo(
         "store": str(out / "store"),
         "arrangement": _arrangement_summary(arranged),
         "traffic": traffic,
+        "similar_by_mode": similar,
     })
     return result
+
+
+def similar_by_mode(store: Path, truth: dict[str, Any], settings: Any, queries: int = 120,
+                    k: int = 5) -> dict[str, Any] | None:
+    """Similar items in each mode the store answers, on its first ``queries`` products: the
+    share of each one's ``k`` nearest with its category (its kind), its colour, and both,
+    by the catalog's truth; and the model of its style vectors."""
+    import json
+
+    from vismerch.service import search
+    from vismerch.service.workspace import Workspace
+
+    products = truth["products"]
+    with Workspace.open(store, settings, writable=False) as ws:
+        modes = search.similar_modes(ws)
+        fingerprint = (ws.store.fingerprints("style") or [None])[0]
+        ids = [p for p in ws.features("colour").ids if p in products][:queries]
+        out: dict[str, Any] = {"queries": len(ids), "k": k,
+                               "style_model": json.loads(fingerprint)["model"] if fingerprint else None}
+        for mode in modes:
+            same = {"category": 0, "colour": 0, "both": 0}
+            for pid in ids:
+                for hit in search.similar(ws, pid, k=k, mode=mode).hits:
+                    a, b = products[pid], products.get(hit.id, {})
+                    cat, col = a["category"] == b.get("category"), a["colour"] == b.get("colour")
+                    same["category"] += cat
+                    same["colour"] += col
+                    same["both"] += cat and col
+            out[mode] = {key: round(v / max(1, len(ids) * k), 3) for key, v in same.items()}
+    return out
 
 
 def _week_of_traffic(store: Path, arranged: dict[str, Any] | None, settings: Any, seed: int

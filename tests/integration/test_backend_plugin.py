@@ -114,7 +114,8 @@ def test_the_registry_lists_the_plugin_as_neural_and_ray_gives_it_an_encoder(plu
     got = json.loads(done.stdout)
     assert got["registered"] and got["duplicate_candidates"]
     assert got["neural"] == ["siglip", "clip", "openclip", "toy"]  # by rank: built-ins first
-    assert got["visual"][-1] == "colour" and "toy" in got["visual"] and "text" not in got["visual"]
+    assert got["visual"][-2:] == ["colour", "style"]  # after the neural ones, plugins included
+    assert "toy" in got["visual"] and "text" not in got["visual"]
     assert "toy" in got["text_tower"]
     assert got["ray_cpu"] == ["colour"] and got["ray_encoders"] == ["toy"]
 
@@ -147,8 +148,8 @@ def test_a_plugin_backend_is_ingested_and_searched_as_a_neural_one(plugin, tmp_p
     found = _cli(plugin, "search", str(store), "green", "-k", "2", "--json")
     assert found.returncode == 0, found.stderr
     assert json.loads(found.stdout)[0]["id"] == "green.png"
-    # "more like this" answers from the plugin's vectors: cosines of the mean colours
-    similar = _cli(plugin, "similar", str(store), "grey.png", "-k", "3", "--json")
+    # "more like this" by style answers from the plugin's vectors: cosines of the mean colours
+    similar = _cli(plugin, "similar", str(store), "grey.png", "-k", "3", "--mode", "style", "--json")
     assert similar.returncode == 0, similar.stderr
     hits = json.loads(similar.stdout)
     grey, green = np.array([128, 128, 128.0]), np.array([20, 200, 40.0])

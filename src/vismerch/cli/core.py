@@ -199,13 +199,15 @@ def similar_cmd(
     same_category: Annotated[bool, typer.Option("--same-category", help="Only the same category.")] = False,
     in_stock: Annotated[bool, typer.Option("--in-stock", help="Only products in stock.")] = False,
     backend: Annotated[str | None, typer.Option(help="Vectors to use (default: neural if present).")] = None,
+    mode: Annotated[str | None, typer.Option(
+        help="colour, style (the kind of product) or both (default where style vectors exist).")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """More like this: the most similar products to one product."""
     from vismerch.service import search
 
     result = search.similar(open_workspace(store), product_id, k=k, same_category=same_category,
-                            in_stock=in_stock, backend=backend)
+                            in_stock=in_stock, backend=backend, mode=mode)
     data = [h.model_dump() for h in result.hits]
     if json_out:
         _print_json(data)
@@ -286,6 +288,12 @@ def demo_cmd(
             f"{arranged['lookalikes_before']} -> {arranged['lookalikes_after']}, "
             f"business score kept {arranged['business_kept']:.1%} (preview {arranged['preview']})"
         )
+    similar = summary.get("similar_by_mode")
+    if similar:
+        _table(f"{similar['k']} nearest by mode ({similar['style_model'] or 'no style'})",
+               ["mode", "same category", "same colour", "same both"],
+               [[m, *(f"{v[key]:.1%}" for key in ("category", "colour", "both"))]
+                for m, v in similar.items() if isinstance(v, dict)])
     traffic = summary.get("traffic")
     if traffic:
         console.print(

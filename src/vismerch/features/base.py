@@ -162,6 +162,10 @@ def _register_builtins() -> None:
     for rank, kind in enumerate(("siglip", "clip", "openclip"), start=1):
         BACKENDS.register(kind, BackendInfo(kind, neural(kind), text_tower=True, rank=10 * rank,
                                             check=check, query_encoder=query_encoder))
+    # the product's kind (shape, structure) for "same style": after colour, so an unnamed
+    # "more like this" keeps colour's vectors where the store has no neural ones
+    BACKENDS.register("style", BackendInfo("style", _lazy("vismerch.features.style:StyleBackend"),
+                                           neural=False, rank=92))
     # product titles' vectors for text search: not an image backend
     BACKENDS.register("text", BackendInfo("text", _lazy("vismerch.features.text:TextBackend"),
                                           visual=False, neural=False, rank=95))

@@ -90,3 +90,32 @@ def similar_items(index_or_vectors: VectorIndex | np.ndarray, ids: Sequence[str]
     else:  # the mask follows the caller's order: pass the allowed ids instead
         allowed = {ids[p] for p in np.flatnonzero(mask)}
     return index.search(query, k, allowed=allowed)[0]
+
+
+def fused_similar(parts: Sequence[tuple[VectorIndex, float]], query_id: str, k: int,
+                  masks: Sequence[np.ndarray | None], *, depth: int | None = None,
+                  ) -> list[tuple[str, float]]:
+    """The ``k`` products nearest ``query_id`` in several spaces at once (``parts``: (index,
+    weight); ``masks``: each index's allowed rows), as (id, score), best first.
+
+    Candidates are each index's own ``depth`` nearest (default ``max(4k, 50)``); every
+    candidate is scored in all of them, each space's cosines standardised over the
+    candidates (their spreads differ: colour vectors' cosines span far more than style
+    vectors', so raw cosines would let colour decide alone), and the score is the weighted
+    sum of those z-scores. A product missing from any index is left out."""
+    depth = depth or max(4 * k, 50)
+    candidates: dict[str, None] = {}
+    for (index, _), mask in zip(parts, masks, strict=True):
+        for other, _score in similar_items(index, None, query_id, depth, allowed_mask=mask):
+            candidates[other] = None
+    names = [c for c in candidates if all(c in index.positions for index, _ in parts)]
+    if not names or k <= 0:
+        return []
+    total = np.zeros(len(names), np.float64)
+    for index, weight in parts:
+        query = index.vectors_at([index.position(query_id)])[0]
+        cosines = (index.vectors_at([index.position(c) for c in names]) @ query).astype(np.float64)
+        spread = cosines.std()
+        total += weight * ((cosines - cosines.mean()) / spread if spread > 1e-9 else 0.0)
+    order = np.argsort(-total, kind="stable")[:k]
+    return [(names[i], float(total[i])) for i in order]

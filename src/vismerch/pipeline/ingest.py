@@ -34,6 +34,7 @@ from vismerch.catalog.store import Store, utc_timestamp
 from vismerch.catalog.thumbs import forget_missing_packs, remove_orphan_packs
 from vismerch.config import Settings, load_settings
 from vismerch.errors import JobFailed, StoreError
+from vismerch.features.style import with_style
 from vismerch.pipeline.commit import commit_task, failed_task_result, record_unread, update_metadata
 from vismerch.pipeline.plan import plan_tasks
 from vismerch.pipeline.preflight import check_settings, check_sources
@@ -268,7 +269,7 @@ def ingest(
     settings = settings.replace(**{k: v for k, v in overrides.items() if v is not None})
     n_workers = check_settings(settings)
     started = time.perf_counter()
-    specs = backend_specs(backends, backend_options)
+    specs = backend_specs(*with_style(backends, backend_options, settings))  # before any write
     check_sources(settings, specs)
 
     existing = Path(store_path).is_dir()

@@ -83,18 +83,23 @@ def titles(ws: Workspace, ids: list[str]) -> Titles:
     return Titles(titles=browse.titles(ws.store, list(dict.fromkeys(ids))))
 
 
-def product_detail(ws: Workspace, product_id: str, *, similar_k: int = 8) -> ProductDetail:
-    """One product with its colours, every quality metric, duplicate group and similar items."""
+def product_detail(ws: Workspace, product_id: str, *, similar_k: int = 8,
+                   similar_mode: str | None = None) -> ProductDetail:
+    """One product with its colours, every quality metric, duplicate group and similar items
+    (by ``similar_mode``, as ``search.similar`` takes it)."""
     from vismerch.service import duplicates, search
 
     p = require_product(ws.store, product_id)
     quality = [QualityMetric(**m) for m in browse.quality_metrics(ws.store, product_id)]
     colours = [ColourTag(**c) for c in browse.product_colours(ws.store, product_id)]
     group_id = browse.dup_group_of(ws.store, product_id)
-    similar = []
+    if similar_mode is not None and similar_mode not in search.SIMILAR_MODES:
+        raise InvalidInput("similar_mode", f"give one of {', '.join(search.SIMILAR_MODES)}")
+    similar, answered = [], None
     if p.status == "ok" and similar_k > 0:
         try:
-            similar = search.similar(ws, product_id, k=similar_k).hits
+            found = search.similar(ws, product_id, k=similar_k, mode=similar_mode)
+            similar, answered = found.hits, found.similar_mode
         except Exception:  # a store without vectors still shows the product
             similar = []
     return ProductDetail(
@@ -105,7 +110,7 @@ def product_detail(ws: Workspace, product_id: str, *, similar_k: int = 8) -> Pro
         description=p.description, sales=p.sales, created_at=p.created_at, width=p.width,
         height=p.height, attributes=p.attributes, colours=colours, quality=quality,
         duplicate_group=duplicates.get_group(ws, group_id) if group_id is not None else None,
-        similar=similar, has_thumbnail=ws.store.has_thumbnail(product_id))
+        similar=similar, similar_mode=answered, has_thumbnail=ws.store.has_thumbnail(product_id))
 
 
 def thumbnail(ws: Workspace, product_id: str) -> Thumbnail:

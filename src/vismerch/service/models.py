@@ -92,6 +92,8 @@ class ProductDetail(ProductSummary):
     quality: list[QualityMetric] = Field(default_factory=list, description="Every measured metric.")
     duplicate_group: DupGroup | None = None
     similar: list[Hit] = Field(default_factory=list)
+    similar_mode: Literal["colour", "style", "both"] | None = Field(
+        None, description="The vectors that ranked `similar` (null: the store has no style vectors)")
     has_thumbnail: bool = False
 
 
@@ -149,6 +151,8 @@ class SearchResult(BaseModel):
     mode: Literal["text", "colour", "hybrid", "similar", "image"]
     query: str | None = None
     colour: str | None = None
+    similar_mode: Literal["colour", "style", "both"] | None = Field(
+        None, description="Similar items: the vectors that ranked them (null: one named backend's)")
     hits: list[Hit]
     redirect: str | None = Field(None, description="A query rule sends this query to this collection")
     merchandising: Merchandising | None = Field(None, description="What query rules and synonyms did")

@@ -76,20 +76,68 @@ def query_preview(ws: Workspace, query: str, *, k: int = 12, colour: str | None 
     return {"before": before, "after": after}
 
 
+SIMILAR_MODES = ("colour", "style", "both")
+
+
+def similar_modes(ws: Workspace) -> list[str]:
+    """The similar-item modes the store can answer: colour always; style and both where it
+    has style vectors (a neural backend's, else the ``style`` backend's)."""
+    return ["colour", "style", "both"] if _style_backend(ws) else ["colour"]
+
+
+def _style_backend(ws: Workspace) -> str | None:
+    """The vectors that answer "same style": a neural image model's where the store has one
+    (learned on far more than ImageNet's classes), else the ``style`` backend's."""
+    from vismerch.features.base import list_backends
+
+    return ws.store.pick_backend(None, (*list_backends(neural=True), "style"))
+
+
+def _similar_parts(ws: Workspace, mode: str | None, backend: str | None) -> tuple[str | None, list]:
+    """(the mode answered, [(index, weight)]) for a similar-items request: ``backend``
+    alone when named, else the mode's indexes (default: both where style vectors exist)."""
+    if mode is not None and mode not in SIMILAR_MODES:
+        raise InvalidInput("mode", f"unknown similar-items mode {mode!r}; give one of "
+                           f"{', '.join(SIMILAR_MODES)}")
+    if backend is not None and mode is None:
+        return None, [(ws.similarity_index(backend), 1.0)]
+    style = _style_backend(ws)
+    if mode is None:
+        if style is None:
+            return None, [(ws.similarity_index(None), 1.0)]
+        mode = "both"
+    if mode != "colour" and style is None:
+        raise InvalidInput("mode", f"this store has no style vectors for mode {mode!r}",
+                           hint="ingest again with the setting style_encoder = auto (the default)")
+    if mode == "colour":
+        return mode, [(ws.similarity_index("colour"), 1.0)]
+    if mode == "style":
+        return mode, [(ws.similarity_index(style), 1.0)]
+    weight = min(max(float(ws.settings.similar_colour_weight), 0.0), 1.0)
+    return mode, [(ws.similarity_index("colour"), weight), (ws.similarity_index(style), 1.0 - weight)]
+
+
 def similar(ws: Workspace, product_id: str, *, k: int = 12, same_category: bool = False,
-            in_stock: bool = False, backend: str | None = None) -> SearchResult:
-    """More like this: the k products most similar to ``product_id``."""
-    from vismerch.merch.similar import similar_items
+            in_stock: bool = False, backend: str | None = None, mode: str | None = None) -> SearchResult:
+    """More like this: the k products most similar to ``product_id``, by ``mode``: colour
+    (the colour backend's vectors), style (the product's kind: shape and structure) or both
+    (their cosines fused, ``similar_colour_weight``); default both where the store has
+    style vectors. ``backend`` alone names one backend's vectors instead."""
+    from vismerch.merch.similar import fused_similar, similar_items
 
     check_k(k)
     product = require_product(ws.store, product_id)
     if product.status != "ok":
         raise InvalidInput("product_id", f"product {product_id!r} has no features (its image was refused)")
-    index = ws.similarity_index(backend)
+    answered, parts = _similar_parts(ws, mode, backend)
     bundle = ws.search_index()
-    mask = bundle.index_mask(index.ids, bundle.mask(product.category if same_category else None, in_stock))
-    return SearchResult(mode="similar", query=product_id,
-                        hits=_hits(similar_items(index, None, product_id, k, allowed_mask=mask)))
+    base = bundle.mask(product.category if same_category else None, in_stock)
+    masks = [bundle.index_mask(index.ids, base) for index, _ in parts]
+    if len(parts) == 1:
+        hits = similar_items(parts[0][0], None, product_id, k, allowed_mask=masks[0])
+    else:
+        hits = fused_similar(parts, product_id, k, masks)
+    return SearchResult(mode="similar", query=product_id, similar_mode=answered, hits=_hits(hits))
 
 
 def by_image(ws: Workspace, data: bytes, *, k: int = 12, category: str | None = None,

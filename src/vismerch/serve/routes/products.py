@@ -58,10 +58,17 @@ def titles(request: Request,
 # Product ids come from the retailer's catalog and may hold "/" (``SKU/123``): the id is a
 # path parameter that may span segments, so the routes with a suffix come first (an id
 # that itself ends in "/similar" or "/thumbnail" is reached through its page's links).
+SimilarMode = Annotated[Literal["colour", "style", "both"] | None, Query(
+    description="Similar items by colour, style (the kind of product: shape and structure) or both; "
+                "default both where the store has style vectors")]
+
+
 @router.get("/products/{product_id:path}/similar", response_model=SearchResult, summary="More like this")
 def similar(request: Request, product_id: ProductId, k: Annotated[int, Query(ge=1, le=200)] = 12,
-            same_category: bool = False, in_stock: bool = False, _: object = viewer) -> SearchResult:
-    return search.similar(workspace(request), product_id, k=k, same_category=same_category, in_stock=in_stock)
+            same_category: bool = False, in_stock: bool = False, mode: SimilarMode = None,
+            _: object = viewer) -> SearchResult:
+    return search.similar(workspace(request), product_id, k=k, same_category=same_category,
+                          in_stock=in_stock, mode=mode)
 
 
 @router.get("/products/{product_id:path}/thumbnail", response_class=Response,
@@ -80,8 +87,9 @@ def thumbnail(request: Request, product_id: ProductId,
             summary="One product: colours, quality, duplicate group, similar items")
 def product(request: Request, product_id: ProductId,
             similar: Annotated[int, Query(ge=0, le=50, description="How many similar items")] = 8,
-            _: object = viewer) -> ProductDetail:
-    return catalog.product_detail(workspace(request), product_id, similar_k=similar)
+            similar_mode: SimilarMode = None, _: object = viewer) -> ProductDetail:
+    return catalog.product_detail(workspace(request), product_id, similar_k=similar,
+                                  similar_mode=similar_mode)
 
 
 @router.get("/errors", response_model=Page[ErrorRow],

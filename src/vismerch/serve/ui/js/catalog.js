@@ -6,6 +6,8 @@ import { clear, fmt, h, thumb } from "./dom.js";
 import { VirtualGrid } from "./vgrid.js";
 
 const PAGE = 200;
+const SIMILAR_MODES = [["colour", "Same colour"], ["style", "Same style"], ["both", "Both"]];
+let similarMode = null; // the drawer's last choice, kept while the page lives (null: the store's default)
 
 export async function render(main, ctx) {
   const filters = { category: null, colour: null, flag: null, in_stock: null };
@@ -130,7 +132,7 @@ export async function render(main, ctx) {
     clear(drawer).append(h("p", { class: "muted" }, "Loading…"));
     let p;
     try {
-      p = await get(`/products/${enc(id)}`, { similar: 12 });
+      p = await get(`/products/${enc(id)}`, { similar: 12, similar_mode: similarMode || undefined });
     } catch (e) {
       clear(drawer).append(h("p", { class: "error" }, ctx.explain(e)));
       return;
@@ -163,7 +165,37 @@ export async function render(main, ctx) {
           strip(p.duplicate_group.members.filter((m) => m !== p.id)))
         : h("p", { class: "muted" }, "none"),
       h("h3", {}, "More like this"),
-      p.similar.length ? strip(p.similar.map((hit) => hit.id)) : h("p", { class: "muted" }, "nothing similar"));
+      p.similar_mode ? similarChoice(p) : null,
+      similarHost);
+    showSimilar(p.similar.map((hit) => hit.id), names);
+  }
+
+  const similarHost = h("div", { id: "similar-items", "aria-live": "polite" });
+  async function showSimilar(ids, names) {
+    names = names || await titlesOf(ids);
+    clear(similarHost).append(ids.length ? h("div", { class: "strip" }, ids.map((other) =>
+      h("button", { type: "button", class: "mini", title: names.get(other), dataset: { id: other },
+        on: { click: () => openDrawer(other) } },
+        thumb(other, names.get(other))))) : h("p", { class: "muted" }, "nothing similar"));
+  }
+
+  // "Same colour / Same style / Both": native radios (arrow keys move the choice), shown
+  // where the store has style vectors
+  function similarChoice(p) {
+    const pick = async (mode) => {
+      similarMode = mode;
+      try {
+        const found = await get(`/products/${enc(p.id)}/similar`, { k: 12, mode });
+        await showSimilar(found.hits.map((hit) => hit.id));
+      } catch (e) {
+        clear(similarHost).append(h("p", { class: "error" }, ctx.explain(e)));
+      }
+    };
+    return h("fieldset", { class: "similar-mode", id: "similar-mode" },
+      h("legend", {}, "Similar by"),
+      SIMILAR_MODES.map(([mode, label]) => h("label", {},
+        h("input", { type: "radio", name: "similar-mode", value: mode, checked: mode === p.similar_mode,
+          on: { change: () => pick(mode) } }), ` ${label}`)));
   }
 
   loadFacets();
