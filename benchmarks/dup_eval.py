@@ -31,13 +31,14 @@ recall by edit kind, colourway and mirror merges).
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import time
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+
+from vismerch.testing.bench import LabelledSet, report
 
 TONES = ("1F3FB", "1F3FC", "1F3FD", "1F3FE", "1F3FF")
 
@@ -97,20 +98,9 @@ def build_openmoji(out: Path, glyphs: int = 400, seed: int = 0) -> dict:
     chosen_toned = [str(b) for b in rng.choice(bases, n_toned, replace=False)]
     others = [s for s in singles if s not in toned]
     chosen = [str(s) for s in rng.choice(others, glyphs - n_toned, replace=False)]
-    (out / "images").mkdir(parents=True, exist_ok=True)
-    products: dict[str, dict] = {}
+    written = LabelledSet(out, "M", rng)
+    products, save = written.products, written.save
     groups, colourways, mirrors = [], [], []
-    count = 0
-
-    def save(img: Image.Image, info: dict) -> str:
-        nonlocal count
-        count += 1
-        pid = f"M{count:05d}"
-        buf = io.BytesIO()
-        img.convert("RGB").save(buf, "JPEG", quality=int(rng.integers(85, 96)))
-        (out / "images" / f"{pid}.jpg").write_bytes(buf.getvalue())
-        products[pid] = {**info, "image": f"images/{pid}.jpg"}
-        return pid
 
     def shot_params():
         side = int(rng.integers(640, 1025)) // 16 * 16
@@ -249,11 +239,7 @@ def main(argv: list[str] | None = None) -> dict:
 
         truth = generate_catalog(root, n=args.n, seed=args.seed).truth()
     result = {"set": args.set, "seed": args.seed, **evaluate(root, truth)}
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n")
-    return result
+    return report(result, args.json)
 
 
 if __name__ == "__main__":

@@ -142,7 +142,8 @@ def serve(store: str, port: int) -> None:
 
 
 def _poster(port: int, path: str, key: str, ids: list[str], tag: str, threads: int, seconds: float,
-            ready: mp.Queue, go: mp.Event, out: mp.Queue) -> None:
+            sync: tuple[mp.Queue, mp.Event, mp.Queue]) -> None:
+    ready, go, out = sync  # report ready, wait for the start, send the counts back
     import threading
 
     now = datetime.now(UTC).isoformat()
@@ -190,7 +191,7 @@ def _post_round(port: int, path: str, key: str, ids: list[str], tag: str, client
     procs_n = min(clients, 4)
     ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     procs = [ctx.Process(target=_poster, args=(port, path, key, ids, f"{tag}{p}", clients // procs_n, seconds,
-                                               ready, go, out)) for p in range(procs_n)]
+                                               (ready, go, out))) for p in range(procs_n)]
     for p in procs:
         p.start()
     for _ in procs:

@@ -289,42 +289,17 @@ def model_throughput(
     return row
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    from vismerch.accel.device import device_info
+class _Steps:
+    """Runs the session's sections in turn: each within the time budget, a failing one
+    recorded in ``skipped`` without losing the others, the report saved after each."""
 
-    started = time.perf_counter()
-    device = torch.device(args.device)
-    info = device_info(device)
-    sizes = TINY_SIZES if args.tiny else GPU_SIZES
-    archs = ["tiny"] if args.tiny else args.models.split(",")
-    precisions = args.precisions.split(",")
-    compiled = [c for c in (args.compiled or "").split(",") if c]
-    if args.tiny:
-        compiled = [f"tiny:{c.partition(':')[2]}" for c in compiled]
-    if device.type == "cpu" and not args.tiny:
-        print("warning: full-size models on CPU take long; use --tiny for a dry-run", file=sys.stderr)
-    clock = Clock(device)
-    results: list[dict[str, Any]] = []
-    skipped: list[dict[str, str]] = []
-    report: dict[str, Any] = {
-        "device": info.name,
-        "gpu": info.gpu,
-        "date": date.today().isoformat(),
-        "torch": torch.__version__,
-        "capability": info.sm,
-        "results": results,
-        "agreement": [],
-        "skipped": skipped,
-    }
+    def __init__(self, args: argparse.Namespace, report: dict[str, Any], started: float):
+        self.args, self.report, self.started = args, report, started
 
-    def over_budget(what: str) -> bool:
-        if time.perf_counter() - started > args.budget_s:
-            skipped.append({"what": what, "why": f"over the {args.budget_s:.0f}s budget"})
-            return True
-        return False
-
-    def step(what: str, fn):
-        if over_budget(what):
+    def __call__(self, what: str, fn):
+        skipped = self.report["skipped"]
+        if time.perf_counter() - self.started > self.args.budget_s:
+            skipped.append({"what": what, "why": f"over the {self.args.budget_s:.0f}s budget"})
             return None
         t = time.perf_counter()
         try:
@@ -335,25 +310,60 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             return None
         shown = json.dumps(out, default=str)[:300]
         print(f"[{what}] {time.perf_counter() - t:.1f}s: {shown}", file=sys.stderr)
-        save(report, args.out)  # what is done so far survives a session's time limit
+        save(self.report, self.args.out)  # what is done so far survives a session's time limit
         return out
 
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from vismerch.accel.device import device_info
+
+    started = time.perf_counter()
+    device = torch.device(args.device)
+    info = device_info(device)
+    sizes = TINY_SIZES if args.tiny else GPU_SIZES
+    if device.type == "cpu" and not args.tiny:
+        print("warning: full-size models on CPU take long; use --tiny for a dry-run", file=sys.stderr)
+    clock = Clock(device)
+    report: dict[str, Any] = {
+        "device": info.name, "gpu": info.gpu, "date": date.today().isoformat(),
+        "torch": torch.__version__, "capability": info.sm, "results": [], "agreement": [],
+        "skipped": [],
+    }
+    step = _Steps(args, report, started)
     matmul = step("matmul", lambda: matmul_peak(device, sizes["matmul"], clock))
-    if matmul:
-        results.append(matmul)
     peak = matmul["tflops"] if matmul else None
+    report["results"].extend([matmul] if matmul else [])
+    _models(args, device, sizes, (peak, clock), step)
+    for name, fn in (("jpeg_decode", lambda: jpeg_decode(device, sizes["jpegs"], clock)),
+                     ("scan", lambda: scan_bandwidth(device, sizes["scan_rows"], sizes["scan_dim"], clock)),
+                     ("colour", lambda: colour_backend(device, sizes["colour"], clock))):
+        row = step(name, fn)
+        if row:
+            report["results"].append(row)
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    report["checks"] = checks(report)
+    return report
+
+
+def _models(args: argparse.Namespace, device: torch.device, sizes: dict[str, Any],
+            timing: tuple[float | None, Clock], step: _Steps) -> None:
+    """Each model at each precision (and the compiled ones asked for), after the agreement
+    of the first model's precisions with a CPU fp32 reference; rows into the report."""
+    peak, clock = timing
+    report = step.report
+    archs = ["tiny"] if args.tiny else args.models.split(",")
+    precisions = args.precisions.split(",")
+    compiled = [c for c in (args.compiled or "").split(",") if c]
+    if args.tiny:
+        compiled = [f"tiny:{c.partition(':')[2]}" for c in compiled]
     with tempfile.TemporaryDirectory(prefix="vismerch-gpu-bench-") as tmp:
-        folders = {}
-        for arch in archs:
-            folders[arch] = step(f"save {arch}", lambda a=arch: save_model(a, Path(tmp)))
+        folders = {arch: step(f"save {arch}", lambda a=arch: save_model(a, Path(tmp))) for arch in archs}
         first = folders.get(archs[0])
         if first is not None:
             bases = list(dict.fromkeys(p.partition("-")[0] for p in precisions))  # fp8-tensor: fp8
             agree = step("agreement", lambda: agreement(first, device, bases, 16 if not args.tiny else 4))
             report["agreement"] = agree or []
-        for arch in archs:
-            if folders.get(arch) is None:
-                continue
+        for arch in (a for a in archs if folders.get(a) is not None):
             runs = [(p, False) for p in precisions] + [
                 (p, True) for a, _, p in (c.partition(":") for c in compiled) if a == arch]
             for precision, comp in runs:
@@ -363,23 +373,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 if row is None:
                     continue
                 if row["precision"] != precision.partition("-")[0]:  # one row per precision run
-                    skipped.append({"what": label, "why": row["why_not"] or row["guard"], "row": row})
+                    report["skipped"].append({"what": label, "why": row["why_not"] or row["guard"],
+                                              "row": row})
                     continue
-                results.append(row)
+                report["results"].append(row)
             if device.type == "cuda":
                 torch.cuda.empty_cache()
-    decode = step("jpeg_decode", lambda: jpeg_decode(device, sizes["jpegs"], clock))
-    if decode:
-        results.append(decode)
-    scan = step("scan", lambda: scan_bandwidth(device, sizes["scan_rows"], sizes["scan_dim"], clock))
-    if scan:
-        results.append(scan)
-    colour = step("colour", lambda: colour_backend(device, sizes["colour"], clock))
-    if colour:
-        results.append(colour)
-    report["seconds"] = round(time.perf_counter() - started, 1)
-    report["checks"] = checks(report)
-    return report
 
 
 def fp8_verdict(results: list[dict[str, Any]]) -> dict[str, Any]:

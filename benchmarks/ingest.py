@@ -28,6 +28,7 @@ import shutil
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
@@ -301,6 +302,50 @@ def _timed_ingest(src: Path, folder: Path, store: Path, workers: int, thumb_form
     return json.loads(line[len("RESULT"):])
 
 
+@dataclass(frozen=True)
+class _Bench:
+    """What every round of ``run`` times: the images, their warm-up share, the pipelines."""
+
+    images: list[str]
+    warm_images: list[str]
+    folder: Path
+    warm: Path
+    runs: dict[str, Path]
+    workers: int
+    thumb_format: str
+    out_dir: Path
+    working_size: int
+
+
+def _round(bench: _Bench, timed: dict[str, dict]) -> tuple[dict, dict, dict]:
+    """One interleaved round: the floor and the peer in a warm pool, then each pipeline's
+    ingest (its best time kept in ``timed``) and worker CPU. (seconds, CPU seconds, the
+    workers' phases by pipeline)."""
+    one: dict[str, float] = {}
+    cpu_one: dict[str, float] = {}
+    worker_phases: dict[str, dict] = {}
+    workers = bench.workers
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init) as pool:
+        list(pool.map(_init, [1] * workers))  # warm: imports done before timing
+        _timed_pool(pool, _decode_only, bench.warm_images, workers, bench.working_size)
+        one["floor"], cpu_one["floor"] = _timed_pool(pool, _decode_only, bench.images, workers,
+                                                     bench.working_size)
+        _timed_pool(pool, _peer, bench.warm_images, workers)
+        one["peer"], cpu_one["peer"] = _timed_pool(pool, _peer, bench.images, workers)
+    for label, src in bench.runs.items():
+        t = _timed_ingest(src, bench.folder, bench.out_dir / f"bench-store-{label}", workers,
+                          bench.thumb_format, bench.warm)
+        one[label] = t["seconds"]
+        one[f"{label}_marginal"] = t["seconds"] - t["phases"].get("derive", 0.0)
+        if label not in timed or t["seconds"] < timed[label]["seconds"]:
+            timed[label] = t
+    for label, src in bench.runs.items():
+        cpu_one[f"{label}_worker"], worker_phases[label] = _worker_cpu(
+            src, bench.images[:256], bench.thumb_format)
+    return one, cpu_one, worker_phases
+
+
 def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
         thumb_format: str | None = None, baseline_src: Path | None = None, repeat: int = 2) -> dict:
     from vismerch.config import load_settings
@@ -326,32 +371,15 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
         runs["baseline"] = Path(baseline_src).resolve()
     # every pipeline runs ``repeat`` times, interleaved, and keeps its best (shortest) time:
     # on a shared machine a burst of other work then slows one round, not one pipeline
+    bench = _Bench(images, warm_images, folder, warm, runs, workers, thumb_format or "", out_dir,
+                   settings.working_size)
     floor_s = peer_s = float("inf")
     cpu: dict[str, float] = {}
-    worker_phases: dict[str, dict] = {}
     best_phases: dict[str, dict] = {}  # per pipeline, the phases of its best worker-CPU round
     timed: dict[str, dict] = {}
     rounds: list[dict] = []
-    ctx = multiprocessing.get_context("spawn")
     for _ in range(repeat):
-        with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_init) as pool:
-            list(pool.map(_init, [1] * workers))  # warm: imports done before timing
-            _timed_pool(pool, _decode_only, warm_images, workers, settings.working_size)
-            one, cpu_one = {}, {}
-            one["floor"], cpu_one["floor"] = _timed_pool(pool, _decode_only, images, workers,
-                                                         settings.working_size)
-            _timed_pool(pool, _peer, warm_images, workers)
-            one["peer"], cpu_one["peer"] = _timed_pool(pool, _peer, images, workers)
-        for label, src in runs.items():
-            t = _timed_ingest(src, folder, out_dir / f"bench-store-{label}", workers,
-                              thumb_format or "", warm)
-            one[label] = t["seconds"]
-            one[f"{label}_marginal"] = t["seconds"] - t["phases"].get("derive", 0.0)
-            if label not in timed or t["seconds"] < timed[label]["seconds"]:
-                timed[label] = t
-        for label, src in runs.items():
-            cpu_one[f"{label}_worker"], worker_phases[label] = _worker_cpu(
-                src, images[:256], thumb_format or "")
+        one, cpu_one, worker_phases = _round(bench, timed)
         for k, v in cpu_one.items():  # CPU seconds per image; best round
             per = v / (len(images) if k in ("floor", "peer") else 1.0)
             if per < cpu.get(k, float("inf")) and k.endswith("_worker"):
@@ -410,6 +438,17 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
         "note": f"{size}x{size} JPEG to {settings.working_size}px with draft mode, {workers} workers",
     }]
     result["micro_one_thread"] = micro_costs(images, settings.working_size)
+    _print_summary(result, summary_phases, runs.get("baseline"))
+    if scale_n:
+        from scale import run_scale
+
+        print(f"\nscale run: {scale_n:,} hashes / vectors")
+        result["scale"] = run_scale(scale_n)
+    return result
+
+
+def _print_summary(result: dict, summary_phases: dict, baseline: Path | None) -> None:
+    """The run's figures as a person reads them (the JSON holds them all)."""
     busy = sum(v for k, v in summary_phases.items() if k != "derive")
     print(f"\n{'pipeline':<28}{'images/s':>10}")
     print(f"{'(a) decode only (floor)':<28}{result['floor_images_per_s']:>10}")
@@ -421,8 +460,8 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
     print(f"CPU ms per image: {result['cpu_ms_per_image']}; ingest/floor "
           f"{result['cpu_ingest_vs_floor']}, ingest/peer {result['cpu_ingest_vs_peer']}x, "
           f"vs baseline {result.get('cpu_speedup_vs_baseline')}x")
-    if "baseline" in timed:
-        print(f"baseline ({runs['baseline']}): {result['baseline_images_per_s']} img/s, marginal "
+    if baseline is not None:
+        print(f"baseline ({baseline}): {result['baseline_images_per_s']} img/s, marginal "
               f"{result['baseline_marginal_images_per_s']}; "
               f"speed-up {result['marginal_speedup_vs_baseline']}x")
     print("\nwhere ingest time goes (worker-seconds; derive is in the driver):")
@@ -432,12 +471,6 @@ def run(n: int, workers: int, scale_n: int, out_dir: Path, size: int = 800,
     print("\none thread, ms per image (micro_one_thread in the JSON):")
     for key, value in result["micro_one_thread"].items():
         print(f"  {key:<28}{value}")
-    if scale_n:
-        from scale import run_scale
-
-        print(f"\nscale run: {scale_n:,} hashes / vectors")
-        result["scale"] = run_scale(scale_n)
-    return result
 
 
 def main() -> None:

@@ -70,7 +70,6 @@ colour part only (and the colour backend's ms per image on them), in a fraction 
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import subprocess
 import sys
@@ -80,6 +79,8 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageFilter
+
+from vismerch.testing.bench import LabelledSet, report
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -233,20 +234,9 @@ def build(out: Path, stamps_root: Path, seed: int) -> dict:
 
     rng = np.random.default_rng(seed)
     bgs = backgrounds()
-    (out / "images").mkdir(parents=True, exist_ok=True)
-    products: dict[str, dict] = {}
+    written = LabelledSet(out, "R", rng)
+    products, save = written.products, written.save
     groups, colourways, mirrors = [], [], []
-    count = 0
-
-    def save(img: Image.Image, info: dict) -> str:
-        nonlocal count
-        count += 1
-        pid = f"R{count:05d}"
-        buf = io.BytesIO()
-        img.convert("RGB").save(buf, "JPEG", quality=int(rng.integers(85, 96)))
-        (out / "images" / f"{pid}.jpg").write_bytes(buf.getvalue())
-        products[pid] = {**info, "image": f"images/{pid}.jpg"}
-        return pid
 
     for stem, category, path in stamp_list(stamps_root):
         product = load_product(path)
@@ -507,11 +497,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="only the colour part, on the colour-labelled originals")
     args = parser.parse_args(argv)
     result = run(args.out, args.cache, args.seed, args.encoder_site, args.colour_only)
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n")
-    return result
+    return report(result, args.json)
 
 
 if __name__ == "__main__":

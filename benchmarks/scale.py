@@ -26,6 +26,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -64,11 +65,20 @@ def _brute_top_k(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray
     return best_i
 
 
+@dataclass(frozen=True)
+class DupPhases:
+    """The duplicate-search phases: ``planted`` copy pairs among the signatures, ``new``
+    images searched incrementally after the whole search."""
+
+    planted: int = 2000
+    new: int = 1000
+
+
 def run_scale(n: int = 1_000_000, dim: int = 128, *, queries: int = 1000, k: int = 10,
-              planted: int = 2000, exact_max: int = 50_000, seed: int = 0,
-              log: Callable[[str], None] | None = print,
-              signature_rules: bool = True, new: int = 1000) -> dict:
-    """Run every phase at ``n`` items; returns seconds per phase and the quality figures."""
+              exact_max: int = 50_000, seed: int = 0, log: Callable[[str], None] | None = print,
+              dups: DupPhases | None = DupPhases()) -> dict:  # noqa: B008 (frozen, shared safely)
+    """Run every phase at ``n`` items (the duplicate search's unless ``dups`` is None);
+    returns seconds per phase and the quality figures."""
     say = log or (lambda _msg: None)
     out: dict = {"n": n, "dim": dim, "queries": queries, "k": k, "cpus": os.cpu_count(),
                  "seconds": {}}
@@ -107,9 +117,9 @@ def run_scale(n: int = 1_000_000, dim: int = 128, *, queries: int = 1000, k: int
         out[f"{name}_all_allowed"] = bool(allowed[rows[rows >= 0]].all())
         out[f"{name}_full_k"] = bool((rows >= 0).all())
 
-    if signature_rules:
-        out["signatures"] = run_signatures(n, new=new, seed=seed, exact_max=exact_max, say=say,
-                                           planted=planted)
+    if dups is not None:
+        out["signatures"] = run_signatures(n, new=dups.new, seed=seed, exact_max=exact_max, say=say,
+                                           planted=dups.planted)
     say(json.dumps({k: v for k, v in out.items() if k != "seconds"}))
     return out
 
@@ -248,9 +258,8 @@ def main(argv: list[str] | None = None) -> dict:
                         help="skip the duplicate-search phases (dupes/)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON only")
     args = parser.parse_args(argv)
-    result = run_scale(args.n, args.dim, queries=args.queries, planted=args.planted,
-                       log=None if args.json else print,
-                       signature_rules=not args.no_signatures, new=args.new)
+    result = run_scale(args.n, args.dim, queries=args.queries, log=None if args.json else print,
+                       dups=None if args.no_signatures else DupPhases(args.planted, args.new))
     if args.json:
         print(json.dumps(result, indent=2))
     return result

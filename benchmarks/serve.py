@@ -179,11 +179,13 @@ def _wait_up(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
 
 # ------------------------------------------------------------------------------ clients
 def _client_proc(port: int, path: str, headers: dict, threads: int, seconds: float, max_requests: int,
-                 ready: mp.Queue, go: mp.Event, out: mp.Queue) -> None:
+                 sync: tuple[mp.Queue, mp.Event, mp.Queue]) -> None:
     """``threads`` keep-alive clients; each connects, reports ready, waits for ``go``, then
-    sends requests back to back for ``seconds`` (at most ``max_requests`` each)."""
+    sends requests back to back for ``seconds`` (at most ``max_requests`` each). ``sync``:
+    the ready queue, the start event, the results queue."""
     import threading
 
+    ready, go, out = sync
     lat: list[list[float]] = [[] for _ in range(threads)]
     errors = [0] * threads
     conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=30) for _ in range(threads)]
@@ -237,7 +239,7 @@ def measure(port: int, path: str, headers: dict, clients: int, seconds: float,
     per = [clients // procs_n + (1 if k < clients % procs_n else 0) for k in range(procs_n)]
     ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     procs = [ctx.Process(target=_client_proc, args=(port, path, headers, n, seconds,
-                                                     max(1, max_requests // clients), ready, go, out))
+                                                     max(1, max_requests // clients), (ready, go, out)))
              for n in per]
     for p in procs:
         p.start()

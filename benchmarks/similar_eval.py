@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from vismerch.testing.bench import report
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
@@ -217,11 +219,7 @@ def main(argv: list[str] | None = None) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             result = generated(args.n, args.seed, Path(tmp))
     result["date"] = time.strftime("%Y-%m-%d")
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.json:
-        args.json.write_text(text + "\n")
-    return result
+    return report(result, args.json)
 
 
 if __name__ == "__main__":

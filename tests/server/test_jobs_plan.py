@@ -155,6 +155,73 @@ def test_sources_outside_the_root_are_refused_naming_source(env, tmp_path):
                        headers=auth(env["keys"]["publisher"])).status_code == 403
 
 
+class _Readers:
+    """What a storefront and the workbench read while a job writes, each until ``stop``:
+    whole product scans, colour searches, a storefront page; what went wrong in ``problems``."""
+
+    def __init__(self, client, viewer: dict, shop: dict, sf_url: str, grid: dict, start_total: int):
+        self.client, self.viewer, self.shop, self.sf_url = client, viewer, shop, sf_url
+        self.grid, self.start_total = grid, start_total
+        self.problems: list[str] = []
+        self.counts = {"products": 0, "colour": 0, "storefront": 0}
+        self.stop = threading.Event()
+
+    def pages(self) -> None:
+        seen: set[str] = set()
+        last_total = self.start_total
+        while not self.stop.is_set():
+            scan = _scan_products(self.client, self.viewer, last_total, self.problems)
+            if scan is None:
+                return
+            ids, last_total = scan
+            self.counts["products"] += 1
+            if len(ids) != len(set(ids)):
+                self.problems.append("a product twice in one scan")
+            if seen - set(ids):
+                self.problems.append(f"products disappeared: {sorted(seen - set(ids))[:3]}")
+            seen |= set(ids)
+
+    def colours(self) -> None:
+        for colour in ["red", "navy", "#20a040", "black", "white"] * 1000:
+            if self.stop.is_set():
+                return
+            r = self.client.get(f"{API_PREFIX}/search/colour?colour={quote(colour)}&k=10",
+                                headers=self.viewer)
+            if r.status_code != 200:
+                self.problems.append(f"colour {r.status_code} {r.text[:200]}")
+                return
+            self.counts["colour"] += 1
+
+    def storefront(self) -> None:
+        while not self.stop.is_set():
+            r = self.client.get(self.sf_url, headers=self.shop)
+            if r.status_code != 200 or r.json()["items"] != self.grid["items"]:
+                self.problems.append(f"storefront {r.status_code} {r.text[:200]}")
+                return
+            self.counts["storefront"] += 1
+
+
+def _scan_products(client, headers: dict, last_total: int, problems: list[str]
+                   ) -> tuple[list[str], int] | None:
+    """Every product id, page by page, and the last total seen; a total that shrinks is a
+    problem; None (a problem recorded) on an answer other than 200."""
+    ids, cursor = [], None
+    while True:
+        url = f"{API_PREFIX}/products?limit=25" + (f"&cursor={cursor}" if cursor else "")
+        r = client.get(url, headers=headers)
+        if r.status_code != 200:
+            problems.append(f"products {r.status_code} {r.text[:200]}")
+            return None
+        page = r.json()
+        if page["total"] < last_total:
+            problems.append(f"total shrank {last_total} -> {page['total']}")
+        last_total = page["total"]
+        ids += [p["id"] for p in page["items"]]
+        cursor = page["next_cursor"]
+        if not cursor:
+            return ids, last_total
+
+
 def test_concurrent_reads_while_a_job_writes_lose_nothing(env):
     """Threads page /products, search by colour and read the storefront while a job ingests
     40 more products: every answer is a 200, no product once seen disappears, totals never
@@ -164,55 +231,10 @@ def test_concurrent_reads_while_a_job_writes_lose_nothing(env):
     start_total = client.get(f"{API_PREFIX}/products?limit=1", headers=viewer).json()["total"]
     sf_url = f"{API_PREFIX}/storefront/collections/{quote(env['collection'], safe='')}?columns=4&limit=24"
     grid = client.get(sf_url, headers=shop).json()
-    problems: list[str] = []
-    counts = {"products": 0, "colour": 0, "storefront": 0}
-    stop = threading.Event()
-
-    def pages() -> None:
-        seen: set[str] = set()
-        last_total = start_total
-        while not stop.is_set():
-            ids, cursor = [], None
-            while True:
-                url = f"{API_PREFIX}/products?limit=25" + (f"&cursor={cursor}" if cursor else "")
-                r = client.get(url, headers=viewer)
-                if r.status_code != 200:
-                    problems.append(f"products {r.status_code} {r.text[:200]}")
-                    return
-                page = r.json()
-                if page["total"] < last_total:
-                    problems.append(f"total shrank {last_total} -> {page['total']}")
-                last_total = page["total"]
-                ids += [p["id"] for p in page["items"]]
-                cursor = page["next_cursor"]
-                if not cursor:
-                    break
-            counts["products"] += 1
-            if len(ids) != len(set(ids)):
-                problems.append("a product twice in one scan")
-            if seen - set(ids):
-                problems.append(f"products disappeared: {sorted(seen - set(ids))[:3]}")
-            seen |= set(ids)
-
-    def colours() -> None:
-        for colour in ["red", "navy", "#20a040", "black", "white"] * 1000:
-            if stop.is_set():
-                return
-            r = client.get(f"{API_PREFIX}/search/colour?colour={quote(colour)}&k=10", headers=viewer)
-            if r.status_code != 200:
-                problems.append(f"colour {r.status_code} {r.text[:200]}")
-                return
-            counts["colour"] += 1
-
-    def storefront() -> None:
-        while not stop.is_set():
-            r = client.get(sf_url, headers=shop)
-            if r.status_code != 200 or r.json()["items"] != grid["items"]:
-                problems.append(f"storefront {r.status_code} {r.text[:200]}")
-                return
-            counts["storefront"] += 1
-
-    threads = [threading.Thread(target=f, daemon=True) for f in (pages, pages, colours, storefront)]
+    readers = _Readers(client, viewer, shop, sf_url, grid, start_total)
+    problems, counts, stop = readers.problems, readers.counts, readers.stop
+    threads = [threading.Thread(target=f, daemon=True)
+               for f in (readers.pages, readers.pages, readers.colours, readers.storefront)]
     r = client.post(JOBS, json={"source": "second"}, headers=_admin(env))
     assert r.status_code == 202, r.text
     for t in threads:

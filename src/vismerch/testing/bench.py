@@ -89,3 +89,36 @@ def gpu_stack() -> dict[str, str | None]:
             driver = None
     return {"torch": torch.__version__, "cuda": torch.version.cuda, "torchvision": version("torchvision"),
             "torchao": version("torchao"), "driver": driver, "cpu_cores": str(os.cpu_count())}
+
+
+class LabelledSet:
+    """An evaluation set being written: each image a JPEG (quality drawn from ``rng`` in
+    85-95) under ``out/images`` named PREFIX + a running number, with its truth in
+    ``products`` (benchmarks/dup_eval.py, benchmarks/realphoto_eval.py)."""
+
+    def __init__(self, out: Path, prefix: str, rng: np.random.Generator):
+        self.out, self.prefix, self.rng = out, prefix, rng
+        self.products: dict[str, dict] = {}
+        (out / "images").mkdir(parents=True, exist_ok=True)
+
+    def save(self, img, info: dict) -> str:
+        """Write a PIL image with its truth ``info``; its product id."""
+        import io
+
+        pid = f"{self.prefix}{len(self.products) + 1:05d}"
+        buf = io.BytesIO()
+        img.convert("RGB").save(buf, "JPEG", quality=int(self.rng.integers(85, 96)))
+        (self.out / "images" / f"{pid}.jpg").write_bytes(buf.getvalue())
+        self.products[pid] = {**info, "image": f"images/{pid}.jpg"}
+        return pid
+
+
+def report(result: dict, json_path: Path | None) -> dict:
+    """Print a benchmark's result as JSON, and write it to ``json_path`` when given."""
+    import json
+
+    text = json.dumps(result, indent=1)
+    print(text)
+    if json_path:
+        Path(json_path).write_text(text + "\n")
+    return result
