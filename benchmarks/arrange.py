@@ -1,6 +1,6 @@
 """Benchmark: grid arrangement speed and quality on generated catalogs.
 
-Question: does `vismerch.merch.arrange.arrange` place 10,000 products in under 1 s on
+Question: does `vismerch.arrange.engine.arrange` place 10,000 products in under 1 s on
 one CPU core, while keeping ≥ 98 % of the plain sort-by-score order's business score
 over the first 48 positions and removing ≥ 80 % of its look-alike neighbours there,
 at every breakpoint (2, 3, 4, 5 columns) at once?
@@ -26,9 +26,9 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from vismerch.merch.arrange import ArrangeOptions, Products, arrange  # noqa: E402
-from vismerch.merch.explain import count_lookalikes, dcg  # noqa: E402
-from vismerch.merch.scoring import sort_by_score  # noqa: E402
+from vismerch.arrange.engine import ArrangeOptions, Products, arrange  # noqa: E402
+from vismerch.arrange.explain import count_lookalikes, dcg  # noqa: E402
+from vismerch.arrange.scoring import sort_by_score  # noqa: E402
 
 FAMILIES = ["neutral"] * 4 + ["blue", "red", "green", "pink", "brown", "yellow", "purple",
                               "orange"]

@@ -44,7 +44,7 @@ sys.path.insert(0, str(HERE))
 
 
 def _families() -> dict[str, str]:
-    from vismerch.merch.arrange import colour_families
+    from vismerch.features.colourtable import colour_families
 
     return colour_families()
 

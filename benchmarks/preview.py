@@ -30,11 +30,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from arrange import generate_catalog  # noqa: E402
+from vismerch.arrange.layout import arrange_collection  # noqa: E402
 from vismerch.catalog.shards import record_shard, write_shard  # noqa: E402
 from vismerch.catalog.store import Store  # noqa: E402
 from vismerch.config import load_settings  # noqa: E402
 from vismerch.merch.collections import refresh_collections  # noqa: E402
-from vismerch.merch.layout import arrange_collection  # noqa: E402
 from vismerch.service import arrangements, rules  # noqa: E402
 from vismerch.service.workspace import Workspace  # noqa: E402
 

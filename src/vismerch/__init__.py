@@ -18,7 +18,7 @@ _EXPORTS = {
     "similar": ("vismerch.api", "similar"),
     "search": ("vismerch.api", "search"),
     "colour_search": ("vismerch.api", "colour_search"),
-    "arrange": ("vismerch.merch.arrange", "arrange"),
+    "arrange": ("vismerch.arrange.engine", "arrange"),
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

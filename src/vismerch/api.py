@@ -28,7 +28,7 @@ def check_k(k: int) -> int:
 
 
 @contextmanager
-def _workspace(store: Any, settings: Settings | None):
+def _workspace(store: Store, settings: Settings | None):
     """A Workspace over ``store``: the one given, one sharing an open Store's connection, or
     one opened (read-only until a write) and closed here."""
     from vismerch.service.workspace import Workspace

@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vismerch.config import Settings
 
 SUMMARY_KEYS = (
     "colour_accuracy", "duplicate_precision", "duplicate_recall",
@@ -29,7 +32,7 @@ def run_demo(
     seed: int = 0,
     workers: int | None = None,
     progress: bool = True,
-    settings: Any = None,
+    settings: Settings | None = None,
 ) -> dict[str, Any]:
     from vismerch.catalog.store import Store
     from vismerch.pipeline.ingest import ingest
@@ -76,7 +79,7 @@ def run_demo(
     return result
 
 
-def similar_by_mode(store: Path, truth: dict[str, Any], settings: Any, queries: int = 120,
+def similar_by_mode(store: Path, truth: dict[str, Any], settings: Settings, queries: int = 120,
                     k: int = 5) -> dict[str, Any] | None:
     """Similar items in each mode the store answers, on its first ``queries`` products: the
     share of each one's ``k`` nearest with its category (its kind), its colour, and both,
@@ -106,7 +109,7 @@ def similar_by_mode(store: Path, truth: dict[str, Any], settings: Any, queries: 
     return out
 
 
-def _week_of_traffic(store: Path, arranged: dict[str, Any] | None, settings: Any, seed: int
+def _week_of_traffic(store: Path, arranged: dict[str, Any] | None, settings: Settings, seed: int
                      ) -> dict[str, Any] | None:
     """A simulated week of shoppers on the arranged collection, with its analytics in short."""
     from vismerch.service import events

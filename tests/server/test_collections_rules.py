@@ -258,7 +258,7 @@ def test_preview_shows_a_pin_pinned_at_its_position_at_every_width_and_pages(cle
 def test_preview_marks_look_alike_neighbours_at_the_widths_where_they_meet(clean_rules):
     """The most alike pair of the catalog and a product unlike both, pinned in two orders:
     ``lookalike_at`` lists exactly the widths at which the pair are neighbours."""
-    from vismerch.merch.layout import collection_vectors
+    from vismerch.arrange.layout import collection_vectors
 
     client, ws, keys = clean_rules
     m = auth(keys["merchandiser"])

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 from merch_fixtures import lookalike_catalog
 
+from vismerch.arrange.engine import ArrangeOptions, Products, arrange
+from vismerch.arrange.explain import count_lookalikes, dcg, lookalike_adjacencies
+from vismerch.arrange.scoring import sort_by_score
 from vismerch.errors import UsageError
-from vismerch.merch.arrange import ArrangeOptions, Products, arrange, family_of
-from vismerch.merch.explain import count_lookalikes, dcg, lookalike_adjacencies
-from vismerch.merch.scoring import sort_by_score
+from vismerch.features.colourtable import family_of
 
 WIDTHS = (2, 3, 4, 5)
 

@@ -11,11 +11,11 @@ import pytest
 from merch_fixtures import build_store
 from PIL import Image
 
+from vismerch.arrange.layout import arrange_collection
+from vismerch.arrange.preview import arranged_before_after
 from vismerch.cli import main
 from vismerch.errors import UsageError
 from vismerch.merch import collections as C
-from vismerch.merch.layout import arrange_collection
-from vismerch.merch.preview import arranged_before_after
 
 
 def catalog(n=24, seed=0):

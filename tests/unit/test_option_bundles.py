@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from vismerch.arrange.layout import ArrangeRequest, arrange_collection
 from vismerch.features.neural import build_backend
-from vismerch.merch.layout import ArrangeRequest, arrange_collection
 from vismerch.merch.semantic import semantic_search
 from vismerch.pipeline.ingest import IngestOptions, ingest
 from vismerch.plan.planner import make_plan

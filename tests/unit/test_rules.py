@@ -7,8 +7,8 @@ import pytest
 from merch_fixtures import build_store
 
 from vismerch import rules as R
+from vismerch.arrange.layout import arrange_collection
 from vismerch.errors import UsageError
-from vismerch.merch.layout import arrange_collection
 
 
 def records(n=6, **over):

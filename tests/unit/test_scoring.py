@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+from vismerch.arrange.scoring import parse_weights, raw_signals, score_products, sort_by_score
 from vismerch.errors import UsageError
-from vismerch.merch.scoring import parse_weights, raw_signals, score_products, sort_by_score
 
 
 @dataclass

@@ -13,11 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from merch_fixtures import build_store
 
+from vismerch.arrange import versions as V
+from vismerch.arrange.layout import arrange_collection
 from vismerch.catalog.grids import read_grid
 from vismerch.cli import main
 from vismerch.errors import Conflict, InvalidInput, NotFound, Stale, UsageError
-from vismerch.merch import versions as V
-from vismerch.merch.layout import arrange_collection
 from vismerch.service import versions as S
 from vismerch.service.workspace import Workspace
 

@@ -206,7 +206,7 @@ def _write_previews(st, result, collection: str, mode: str, grid: tuple[int, int
                     paths: tuple[Path | None, Path | None]) -> None:
     """The PNG mosaic of the first ``grid`` (columns, rows) and the HTML page, at ``paths``
     (preview, html) where given."""
-    from vismerch.merch.preview import Lookalikes, html_page, lookalike_pairs, mosaic
+    from vismerch.arrange.preview import Lookalikes, html_page, lookalike_pairs, mosaic
 
     arr, (columns, rows), (preview, html_out) = result.arrangement, grid, paths
     tau = float(arr.params["lookalike_cosine"])

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -54,6 +54,9 @@ from vismerch.features.colournames import (  # noqa: F401  (re-exported API)
 )
 from vismerch.features.colourspace import ciede2000, lab_to_srgb, srgb_to_lab
 from vismerch.features.hashing import luma, pack_bits, phash_bits
+
+if TYPE_CHECKING:
+    from vismerch.config import Settings
 
 VERSION = COLOUR_VERSION  # what each version changed: features/base.py
 PALETTE_K = 5
@@ -101,7 +104,7 @@ class Sizes:
     chunk: int = CPU_CHUNK
 
 
-def _settings(settings: Any):
+def _settings(settings: Settings):
     if settings is None:
         from vismerch.config import load_settings
 
@@ -115,7 +118,7 @@ class ColourBackend:
     name = "colour"
     dim = DIM
 
-    def __init__(self, device: str | torch.device = "cpu", settings: Any = None,
+    def __init__(self, device: str | torch.device = "cpu", settings: Settings | None = None,
                  sizes: Sizes | None = None, **options: Any):
         if options:
             raise UsageError(f"colour backend: unknown options {sorted(options)}")

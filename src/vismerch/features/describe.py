@@ -12,11 +12,14 @@ import hashlib
 import json
 from collections.abc import Sequence
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from vismerch.features.colourtable import COLOUR_POINTS, COLOUR_TABLE
+
+if TYPE_CHECKING:
+    from vismerch.config import Settings
 
 # Bump when the naming or flag rules change in code (not for threshold changes: those
 # are in the key already).
@@ -30,7 +33,7 @@ Colours = list[tuple[str, str, float]]  # (name, hex, weight), best first
 Flags = list[tuple[str, float, bool]]  # (flag, measured value, flagged), every flag
 
 
-def describe_key(settings: Any) -> str:
+def describe_key(settings: Settings) -> str:
     """A digest of everything colour names and quality flags depend on besides metrics.
     torch-free (derive calls it after every ingest): the colour table enters as its text."""
     used = {k: v for k, v in sorted(settings.as_dict().items())
@@ -46,7 +49,7 @@ def describe_key(settings: Any) -> str:
 
 
 def describe(columns: dict[str, np.ndarray], sizes: Sequence[tuple[int, int]],
-             settings: Any) -> tuple[list[Colours], list[bool], list[Flags]]:
+             settings: Settings) -> tuple[list[Colours], list[bool], list[Flags]]:
     """Colour names, the multicolour verdict and quality flags of each image from the
     colour backend's columns and the images' original (width, height)."""
     from vismerch.features.colournames import colour_names, is_multicolour

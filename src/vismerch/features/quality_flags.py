@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from vismerch.config import Settings
 
 EXPOSURE_QUANTILE = 0.01  # the exposure metrics read the brightest/darkest 1% of the frame
 
@@ -175,7 +178,8 @@ class OffCentre(QualityFlag):
         return _no_outline(metrics, raised)
 
 
-def assess_quality(metrics: dict[str, float], width: int, height: int, settings: Any) -> list[QualityResult]:
+def assess_quality(metrics: dict[str, float], width: int, height: int,
+                   settings: Settings) -> list[QualityResult]:
     """One QualityResult per registered flag, each with the value it was judged on (the
     original's size for the first two, else its metric; NaN when the metric is missing,
     never flagged). A flag's ``silenced`` sees every flag as raised before any silencing."""

@@ -19,7 +19,7 @@ Why the extra is optional and what it costs: docs/decisions/0022-style-similarit
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -27,6 +27,9 @@ import torch.nn.functional as F
 
 from vismerch.errors import UsageError
 from vismerch.features.base import FeatureBatch
+
+if TYPE_CHECKING:
+    from vismerch.config import Settings
 
 VERSION = 1  # bump when the vectors change: stores re-feature on their next ingest
 ENCODERS = ("auto", "effnet", "shape")
@@ -57,7 +60,7 @@ def resolve_encoder(choice: str | None) -> str:
 
 
 def with_style(backends: list[str] | tuple[str, ...], options: dict[str, dict[str, Any]] | None,
-               settings: Any) -> tuple[list[str], dict[str, dict[str, Any]]]:
+               settings: Settings) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """An ingest's backends and options with ``style`` added (unless ``style_encoder`` is
     off), its encoder resolved here once: the options are part of the plan's key, so a store
     re-features its style vectors when the encoder or VERSION changes."""
@@ -103,7 +106,7 @@ class StyleBackend:
 
     name = "style"
 
-    def __init__(self, device: str | torch.device = "cpu", settings: Any = None,
+    def __init__(self, device: str | torch.device = "cpu", settings: Settings | None = None,
                  encoder: str | None = None, weights: str | Path | None = None, **_: Any):
         from vismerch.config import setting
 

@@ -22,11 +22,15 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vismerch.indexes.palette import PaletteIndex
+
+if TYPE_CHECKING:
+    from vismerch.catalog.store import Store
+    from vismerch.config import Settings
 
 log = logging.getLogger("vismerch.search")
 
@@ -42,7 +46,7 @@ def normalise_category(text: Any) -> str | None:
     return str(text).strip().casefold() or None
 
 
-def data_key(store: Any) -> str:
+def data_key(store: Store) -> str:
     """Changes with every ingest run and every committed feature shard (two index reads)."""
     row = store.db.execute("SELECT (SELECT COALESCE(MAX(id), 0) FROM shards),"
                            " (SELECT COALESCE(MAX(id), 0) FROM runs)").fetchone()
@@ -142,7 +146,7 @@ class CatalogIndex:
 
 
 # ------------------------------------------------------------------------------ build
-def build(store: Any, settings: Any, colour: Any = None, products: list[Any] | None = None,
+def build(store: Store, settings: Settings, colour: Any = None, products: list[Any] | None = None,
           write_text: bool = True) -> CatalogIndex:
     """The bundle from what the store holds; title vectors missing from it are encoded (and
     kept in the store when ``write_text``). ``colour``/``products``: already loaded."""
@@ -233,7 +237,7 @@ def stamp(store_path: Path) -> tuple[int, int] | None:
     return st.st_ino, st.st_mtime_ns
 
 
-def load(store_path: Path, settings: Any) -> CatalogIndex | None:
+def load(store_path: Path, settings: Settings) -> CatalogIndex | None:
     """The saved bundle, or None when missing, of another format or half-written."""
     from vismerch.errors import StoreError
     from vismerch.indexes.stored import load_index
@@ -260,7 +264,7 @@ def load(store_path: Path, settings: Any) -> CatalogIndex | None:
                         doc.get("text_fingerprint"), doc["key"])
 
 
-def refresh(store: Any, settings: Any, colour: Any = None, products: list[Any] | None = None,
+def refresh(store: Store, settings: Settings, colour: Any = None, products: list[Any] | None = None,
             ) -> CatalogIndex:
     """Build and save the bundle (derive, at the end of an ingest, and ``vismerch reindex``)."""
     bundle = build(store, settings, colour, products)
@@ -268,7 +272,7 @@ def refresh(store: Any, settings: Any, colour: Any = None, products: list[Any] |
     return bundle
 
 
-def search_index(store: Any, settings: Any) -> CatalogIndex:
+def search_index(store: Store, settings: Settings) -> CatalogIndex:
     """The saved bundle when it is current (or an ingest is writing the store now), else one
     built now: saved when the store is writable, kept in memory when it is not or while an
     ingest writes it (which saves its own at its end)."""

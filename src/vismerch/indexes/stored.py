@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vismerch.config import setting
 
+if TYPE_CHECKING:
+    from vismerch.catalog.store import Store
+    from vismerch.config import Settings
 
-def vector_backend(store: Any, prefer: str | None = None) -> str:
+
+def vector_backend(store: Store, prefer: str | None = None) -> str:
     """The backend whose vectors answer "more like this": a neural one when the store has it."""
     from vismerch.features.base import list_backends
 
     return store.pick_backend(prefer, tuple(list_backends(visual=True))) or "colour"
 
 
-def build_index(vectors: Any, ids: Sequence[str], settings: Any, meta: dict | None = None):
+def build_index(vectors: Any, ids: Sequence[str], settings: Settings, meta: dict | None = None):
     """A VectorIndex over ``vectors`` with the index_* settings (exact up to index_exact_max)."""
     from vismerch.indexes.vector import Tuning, VectorIndex
 
@@ -30,7 +34,7 @@ def build_index(vectors: Any, ids: Sequence[str], settings: Any, meta: dict | No
                              exact_max=int(setting(settings, "index_exact_max")), tuning=tuning, meta=meta)
 
 
-def load_index(directory: Any, name: str, settings: Any):
+def load_index(directory: Any, name: str, settings: Settings):
     """``VectorIndex.load`` with the query-breadth settings."""
     from vismerch.indexes.vector import VectorIndex
 
@@ -38,7 +42,7 @@ def load_index(directory: Any, name: str, settings: Any):
                             nprobe=int(setting(settings, "index_nprobe")))
 
 
-def similarity_index(store: Any, backend: str | None = None, settings: Any = None):
+def similarity_index(store: Store, backend: str | None = None, settings: Settings | None = None):
     """The FAISS index that ingest built for ``backend`` (default: ``vector_backend``), or,
     when it is missing or older than the store's newest features, one built from them."""
     from vismerch.errors import StoreError

@@ -64,7 +64,7 @@ def check_name(name: str, field: str = "name") -> str:
 
 def product_records(store: Store, products: Sequence[Any] | None = None) -> list[dict[str, Any]]:
     """One dict per ok product (id order) with every field an expression may use."""
-    from vismerch.merch.arrange import family_of
+    from vismerch.features.colourtable import family_of
 
     products = store.products() if products is None else products
     colours = store.colours()

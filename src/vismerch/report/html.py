@@ -72,7 +72,7 @@ def arranged_collection(store: Store, collection: str | None = None,
                         settings: Settings | None = None) -> dict[str, Any] | None:
     """One arranged collection (default: the largest), before (score order) and after
     (vismerch), with the look-alike neighbour counts per grid width."""
-    from vismerch.merch.preview import arranged_before_after
+    from vismerch.arrange.preview import arranged_before_after
 
     try:
         collection = collection or _largest_collection(store)

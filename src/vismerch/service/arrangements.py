@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
+from vismerch.arrange.explain import lookalike_adjacencies
+from vismerch.arrange.layout import CollectionArrangement, arrange_collection, parse_columns
 from vismerch.catalog.changes import ChangeCounter, next_rule_change
 from vismerch.catalog.store import DB_NAME, utc_timestamp
 from vismerch.config import setting
 from vismerch.errors import InvalidInput, UsageError
 from vismerch.merch import collections as colls
-from vismerch.merch.explain import lookalike_adjacencies
-from vismerch.merch.layout import CollectionArrangement, arrange_collection, parse_columns
 from vismerch.rules import parse_stamp
 from vismerch.service._util import check_choice
 from vismerch.service.models_merch import Preview, PreviewSlot, Score
@@ -106,7 +106,7 @@ def arrange(ws: Workspace, collection: str, *, columns: int | str | Sequence[int
 
 def behaviour_for(ws: Workspace, collection: str, weights: Any) -> dict[str, dict[str, float]] | None:
     """The shopper-behaviour signals ``weights`` (or the arrange_weights setting) ask for."""
-    from vismerch.merch.scoring import wants_behaviour
+    from vismerch.arrange.scoring import wants_behaviour
     from vismerch.service import events
 
     weights = weights or setting(ws.settings, "arrange_weights") or None

@@ -16,13 +16,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from vismerch.arrange import versions as pure
+from vismerch.arrange.versions import PUBLISHED
 from vismerch.catalog import collections as db_collections
 from vismerch.catalog import experiments_store as xstore
 from vismerch.catalog import versions_store as vstore
 from vismerch.catalog.grids import grid_etag_only
 from vismerch.errors import Conflict, InvalidInput, NotFound, Stale
-from vismerch.merch import versions as pure
-from vismerch.merch.versions import PUBLISHED
 from vismerch.service.models_versions import (
     Publication,
     VersionDetail,
@@ -203,8 +203,8 @@ def save_draft(ws: Workspace, collection: str, name: str, *, columns: int | Sequ
                mode: str = "mix", by: str | None = None) -> VersionDetail:
     """Arrange ``collection`` now (rules, scores, look-alikes: as ``vismerch arrange``) and
     save the result as a draft."""
-    from vismerch.merch.arrange import MODES
-    from vismerch.merch.layout import arrange_collection
+    from vismerch.arrange.engine import MODES
+    from vismerch.arrange.layout import arrange_collection
 
     pure.check_version_name(name)
     if mode not in MODES:

@@ -27,26 +27,23 @@ products take about 0.4 s of one core.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
 
-from vismerch.errors import UsageError
-from vismerch.merch.explain import (
+from vismerch.arrange.explain import (
     BreakpointReport,
     SkipCause,
     breakpoint_reports,
     dcg,
     slot_reason,
 )
-from vismerch.merch.greedy import Greedy, Problem, Tables, repair
-from vismerch.merch.scoring import sort_by_score
+from vismerch.arrange.greedy import Greedy, Problem, Tables, repair
+from vismerch.arrange.scoring import sort_by_score
+from vismerch.errors import UsageError
 
 MODES = ("mix", "flow")
 DUPLICATE_POLICIES = ("space", "collapse", "off")
@@ -124,24 +121,6 @@ class Arrangement:
             "business": self.business, "collapsed": self.collapsed,
             "warnings": self.warnings, "params": self.params,
         }
-
-
-# ---------------------------------------------------------------- colour families
-
-
-@lru_cache(maxsize=1)
-def colour_families() -> dict[str, str]:
-    """Colour name -> family, from the ``family`` column of data/colours.csv."""
-    text = resources.files("vismerch").joinpath("data/colours.csv").read_text()
-    return {row["name"].strip().casefold(): row["family"].strip()
-            for row in csv.DictReader(text.splitlines()) if row.get("family")}
-
-
-def family_of(colour_name: str | None) -> str | None:
-    """The family of a named colour (``navy`` -> ``blue``); None when unknown."""
-    if not colour_name:
-        return None
-    return colour_families().get(colour_name.strip().casefold())
 
 
 def _codes(values: Sequence[Any] | None, n: int) -> tuple[np.ndarray, list[Any]]:

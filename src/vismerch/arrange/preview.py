@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from vismerch.merch.explain import lookalike_adjacencies
+from vismerch.arrange.explain import lookalike_adjacencies
 
 if TYPE_CHECKING:
     from vismerch.catalog.store import Store
@@ -189,7 +189,7 @@ def arranged_before_after(store: Store, collection: str, out_dir: str | Path | N
     html, business}``; ``lookalikes`` counts look-alike neighbour pairs in the first 48
     positions per width.
     """
-    from vismerch.merch.layout import arrange_collection
+    from vismerch.arrange.layout import arrange_collection
 
     out = Path(out_dir) if out_dir is not None else Path(store.path) / "previews"
     out.mkdir(parents=True, exist_ok=True)

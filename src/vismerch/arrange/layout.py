@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from vismerch import rules as rules_mod
+from vismerch.arrange.engine import Arrangement, ArrangeOptions, Products, arrange
+from vismerch.arrange.scoring import score_products
 from vismerch.catalog.store import utc_timestamp
 from vismerch.config import setting as _setting
 from vismerch.errors import UsageError
 from vismerch.features.base import list_backends
 from vismerch.merch import collections as colls
-from vismerch.merch.arrange import Arrangement, ArrangeOptions, Products, arrange
-from vismerch.merch.scoring import score_products
 
 if TYPE_CHECKING:
     from vismerch.catalog.store import Store

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vismerch.merch.explain import SkipCause, dcg
+from vismerch.arrange.explain import SkipCause, dcg
 
 
 @dataclass
