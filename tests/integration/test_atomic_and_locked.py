@@ -4,6 +4,7 @@ store is consistent, deep nesting is a parse error, CSV exports are spreadsheet-
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -153,15 +154,24 @@ def test_workers_exit_when_their_parent_is_killed(tmp_path):
     assert not alive, f"workers {alive} outlived their killed parent"
 
 
-@pytest.mark.timeout(180)
-def test_a_full_disk_says_the_store_stays_consistent(cat, tmp_path):
+@contextlib.contextmanager
+def _small_disk(tmp_path: Path, size: str):
+    """A tmpfs of ``size`` mounted for the block (root only; the test skips elsewhere)."""
     if os.geteuid() != 0:
         pytest.skip("needs root to mount a small tmpfs as a full disk")
     mount = tmp_path / "small"
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "none", str(mount)]).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "none", str(mount)]).returncode:
         pytest.skip("cannot mount a tmpfs here")
     try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)])
+
+
+@pytest.mark.timeout(180)
+def test_a_full_disk_says_the_store_stays_consistent(cat, tmp_path):
+    with _small_disk(tmp_path, "4m") as mount:
         Store.open(mount / "store", create=True).close()  # the schema fits; the products do not
         free = shutil.disk_usage(mount).free
         (mount / "filler").write_bytes(bytes(max(0, free - 96 * 1024)))
@@ -172,26 +182,15 @@ def test_a_full_disk_says_the_store_stays_consistent(cat, tmp_path):
         with Store.open(mount / "store") as s:  # still opens; committed products are whole
             ok = s.products()
             assert all(s.product(p.id).sha256 for p in ok)
-    finally:
-        subprocess.run(["umount", str(mount)])
-
 
 
 @pytest.mark.timeout(60)
 def test_a_disk_too_full_for_the_schema_is_called_full_not_damaged(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("needs root to mount a small tmpfs as a full disk")
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "none", str(mount)]).returncode:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
-        with pytest.raises(StoreError) as info:
-            Store.open(mount / "store", create=True)
-        message = str(info.value)
-        assert "full" in message and "damaged" not in message and "again" in info.value.hint
-    finally:
-        subprocess.run(["umount", str(mount)])
+    with _small_disk(tmp_path, "64k") as mount, pytest.raises(StoreError) as info:
+        Store.open(mount / "store", create=True)
+    message = str(info.value)
+    assert "full" in message and "damaged" not in message and "again" in info.value.hint
+
 
 def test_cli_writes_to_rules_collections_and_versions_are_audited_with_the_os_user(store, capsys):
     """One row per writing command, in the write's own transaction (a refused write leaves
