@@ -86,7 +86,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("index_exact_max", int, 50_000, "Use an exact FAISS index (and exact duplicate-candidate search) up to this many vectors, HNSW above."),
     Setting("multicolour_max_weight", float, 0.55, "A product is multicolour when no single named colour covers at least this share of its pixels (a clear majority, with a margin for noise).", bounds=(0.0, 1.0)),
     Setting("colour_foreground_delta", float, 6.0, "Colour backend: a pixel belongs to the product when its CIEDE2000 from the estimated background exceeds this (above noise and JPEG ringing; faint shadows stay background)."),
-    Setting("style_encoder", str, "auto", "Style vectors made at ingest for 'same style' similar items: auto (EfficientNet-Lite0 with vismerch[style] installed, else shape), effnet, shape, or off (none)."),
+    Setting("style_encoder", str, "auto", "Style vectors made at ingest for 'same style' similar items: effnet (EfficientNet-Lite0, vismerch[style]), shape, off, or auto (effnet on a CUDA device with the extra, else off)."),
     Setting("similar_colour_weight", float, 0.5, "Similar items in mode both: colour's share of the fused score (the rest is style's); each space's cosines are standardised over the candidates first.", bounds=(0.0, 1.0)),
     Setting("index_hnsw_m", int, 32, "HNSW graph degree (links per vector) above index_exact_max: higher is more accurate, slower to build and larger."),
     Setting("index_ef_construction", int, 64, "HNSW build-time search breadth: higher builds a better graph, more slowly."),

@@ -26,6 +26,19 @@ def predictions(store) -> dict[str, Any]:
     return {"colours": colours, "groups": groups, "flags": flags, "failed": failed}
 
 
+def _demo_settings(settings: Settings | None) -> Settings:
+    """The demo's 600 images afford style vectors on a CPU too: ``auto`` means EfficientNet-
+    Lite0 here when its weights are installed, else the shape vectors, so the similar-items
+    choice is always shown."""
+    from vismerch.config import load_settings
+    from vismerch.features.effnet_lite import packaged_weights
+
+    settings = settings or load_settings()
+    if str(settings.style_encoder).strip().lower() == "auto":
+        return settings.replace(style_encoder="effnet" if packaged_weights() is not None else "shape")
+    return settings
+
+
 def run_demo(
     n: int = 600,
     out: str | os.PathLike = "demo-output",
@@ -41,6 +54,7 @@ def run_demo(
     from vismerch.sample.evaluate import score_against_truth
 
     out = Path(out)
+    settings = _demo_settings(settings)
     started = time.perf_counter()
     catalog = generate_catalog(out / "catalog", n=n, seed=seed)
     generated = time.perf_counter()

@@ -97,7 +97,8 @@ def test_shape_fallback_tells_shapes_apart_whatever_their_colour():
 
 def test_encoder_choice(monkeypatch):
     monkeypatch.setattr(effnet_lite, "packaged_weights", lambda: None)
-    assert style.resolve_encoder("auto") == "shape"
+    assert style.resolve_encoder("auto") == "off"  # no GPU: no style cost unless asked for
+    assert style.resolve_encoder("auto", "cuda") == "off"  # nor without the weights
     with pytest.raises(UsageError, match="vismerch\\[style\\]"):
         style.resolve_encoder("effnet")
     with pytest.raises(UsageError, match="style_encoder"):
@@ -105,22 +106,30 @@ def test_encoder_choice(monkeypatch):
     names, options = style.with_style(["colour"], None, _Settings("off"))
     assert names == ["colour"] and "style" not in options
     names, options = style.with_style(["colour"], None, _Settings("auto"))
+    assert names == ["colour"] and "style" not in options
+    names, options = style.with_style(["colour"], None, _Settings("shape"))
+    assert names == ["colour", "style"] and options["style"]["encoder"] == "shape"
+    names, options = style.with_style(["colour", "style"], None, _Settings("auto"))
     assert names == ["colour", "style"] and options["style"]["encoder"] == "shape"
 
 
-def test_auto_uses_the_installed_weights(monkeypatch, tiny_weights):
+def test_auto_uses_the_installed_weights_on_a_gpu(monkeypatch, tiny_weights):
     monkeypatch.setattr(effnet_lite, "packaged_weights", lambda: tiny_weights)
-    assert style.resolve_encoder("auto") == "effnet"
-    assert style.resolve_encoder("shape") == "shape"
-    _, options = style.with_style(["colour"], None, _Settings("auto"))
+    assert style.resolve_encoder("auto", "cuda:0") == "effnet"
+    assert style.resolve_encoder("auto", "cpu") == "off"  # ten times the rest of ingest there
+    assert style.resolve_encoder("effnet", "cpu") == "effnet"  # unless asked for
+    assert style.resolve_encoder("shape", "cuda") == "shape"
+    _, options = style.with_style(["colour"], None, _Settings("auto", "cuda"))
+    assert options["style"]["encoder"] == "effnet"
+    _, options = style.with_style(["colour"], None, _Settings("effnet"))
     assert options["style"]["encoder"] == "effnet"
     backend = StyleBackend(**options["style"])
     assert backend.fingerprint["model"] == "efficientnet-lite0" and backend.fingerprint["revision"]
 
 
 class _Settings:
-    def __init__(self, encoder: str):
-        self.style_encoder = encoder
+    def __init__(self, encoder: str, device: str = "cpu"):
+        self.style_encoder, self.device = encoder, device
 
 
 @pytest.fixture(scope="module")

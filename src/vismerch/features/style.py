@@ -41,16 +41,22 @@ ORIENT_BINS, ORIENT_CELLS = 8, 4
 SHAPE_WEIGHTS = {"silhouette": 0.5, "edges": 0.4, "outline": 0.1}  # shares of the cosine
 
 
-def resolve_encoder(choice: str | None) -> str:
-    """``effnet`` or ``shape`` for a ``style_encoder`` setting; ``auto``: effnet when the
-    extra's weights are installed. Asking for effnet without them is a UsageError."""
+def resolve_encoder(choice: str | None, device: str = "cpu") -> str:
+    """``effnet``, ``shape`` or ``off`` for a ``style_encoder`` setting. ``auto``: effnet
+    when the extra's weights are installed and ingest runs on a CUDA device, else off (on a
+    CPU the network costs about ten times the rest of ingest, and the shape vectors a third
+    of it for little gain on real photos: docs/decisions/0022). Asking for effnet without
+    the weights is a UsageError."""
     from vismerch.features.effnet_lite import packaged_weights
 
     choice = (choice or "auto").strip().lower()
-    if choice not in ENCODERS:
+    if choice not in (*ENCODERS, OFF):
         raise UsageError(f"style_encoder {choice!r}: give one of {', '.join(ENCODERS)} or {OFF}")
-    if choice == "shape":
-        return "shape"
+    if choice in ("shape", OFF):
+        return choice
+    if choice == "auto":
+        cuda = str(device).startswith("cuda")
+        return "effnet" if cuda and packaged_weights() is not None else OFF
     if packaged_weights() is not None:
         return "effnet"
     if choice == "effnet":
@@ -69,12 +75,15 @@ def with_style(backends: list[str] | tuple[str, ...], options: dict[str, dict[st
     choice = str(setting(settings, "style_encoder")).strip().lower()
     names = list(backends)
     options = dict(options or {})
-    if choice == OFF and "style" not in names:
-        return names, options
+    given = dict(options.get("style") or {})
+    encoder = resolve_encoder(given.get("encoder") or choice, str(setting(settings, "device")))
+    if encoder == OFF:
+        if "style" not in names:
+            return names, options
+        encoder = "shape"  # the backend asked for by name: the cheap encoder
     if "style" not in names:
         names.append("style")
-    given = dict(options.get("style") or {})
-    given["encoder"] = resolve_encoder(given.get("encoder") or (None if choice == OFF else choice))
+    given["encoder"] = encoder
     given["version"] = VERSION
     options["style"] = given
     return names, options
