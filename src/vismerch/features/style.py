@@ -89,13 +89,16 @@ def with_style(backends: list[str] | tuple[str, ...], options: dict[str, dict[st
     return names, options
 
 
-def square_crops(x: torch.Tensor, side: int) -> torch.Tensor:
-    """uint8 (B, H, W, 3) -> float (B, 3, side, side) 0-255: each image's product box widened
+def square_crops(x: torch.Tensor, side: int, box: torch.Tensor | None = None) -> torch.Tensor:
+    """uint8 (B, H, W, 3) -> float (B, 3, side, side) 0-255: each image's product box
+    (``box``: (B, 4) x0, y0, x1, y1 in frame fractions; found here when not given) widened
     by MARGIN to a square, bilinearly resampled (the frame's edge repeated outside it)."""
     from vismerch.dupes.signature import box_cells
 
-    with torch.inference_mode():
-        box = box_cells(x)[0].to(torch.float32)  # (B, 4) x0, y0, x1, y1 in frame fractions
+    if box is None:
+        with torch.inference_mode():
+            box = box_cells(x)[0]
+    box = box.to(torch.float32)
     b, h, w, _ = x.shape
     cx, cy = (box[:, 0] + box[:, 2]) / 2, (box[:, 1] + box[:, 3]) / 2
     half = torch.maximum((box[:, 2] - box[:, 0]) * w, (box[:, 3] - box[:, 1]) * h) * (0.5 + MARGIN)
@@ -194,8 +197,9 @@ def shape_vectors(x: torch.Tensor) -> np.ndarray:
     outline's radial profile (16 angles), each block unit-norm and weighted."""
     from vismerch.dupes.signature import box_cells
 
-    crops = square_crops(x, SHAPE_SIDE)  # (B, 3, S, S)
-    back = box_cells(x)[2].to(torch.float32)  # (B, 3) the backdrop colour
+    box, _, back = box_cells(x)  # the product box; the backdrop colour (B, 3)
+    crops = square_crops(x, SHAPE_SIDE, box)  # (B, 3, S, S)
+    back = back.to(torch.float32)
     mass = (crops - back[:, :, None, None]).abs().amax(dim=1)  # (B, S, S)
     fg = (mass > MASK_LEVELS).to(torch.float32)
     empty = fg.mean(dim=(1, 2)) < 0.02  # a scene: no backdrop to cut the product from
