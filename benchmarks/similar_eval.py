@@ -94,7 +94,14 @@ def fused_similarity(ids: list[str], colour: np.ndarray, style: np.ndarray, k: i
 
 
 def mode_similarities(ids: list[str], vecs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    sims = {m: v @ v.T for m, v in vecs.items()}
+    """(N, N) similarities by mode, each space's vectors as the service's index for the mode
+    holds them (mode style: in the catalog's whitened space, indexes/whiten.py)."""
+    from vismerch.indexes.stored import index_vectors
+
+    sims = {}
+    for m, v in vecs.items():
+        w = index_vectors("style" if m.startswith("style") else "colour", v, whitened=m.startswith("style"))
+        sims[m] = w @ w.T
     for name in [m for m in vecs if m.startswith("style")]:
         sims["both" + name[len("style"):]] = fused_similarity(ids, vecs["colour"], vecs[name])
     return sims
@@ -187,12 +194,17 @@ def precision_at(truth: dict, ids: list[str], sim: np.ndarray, k: int = 5) -> di
 
 def generated(n: int, seed: int, work: Path) -> dict:
     from vismerch.catalog.store import Store
+    from vismerch.config import load_settings
+    from vismerch.features.effnet_lite import packaged_weights
     from vismerch.pipeline.ingest import ingest
     from vismerch.sample.write import generate_catalog
 
     cat = generate_catalog(work / "catalog", n=n, seed=seed)
     truth = json.loads((work / "catalog" / "truth.json").read_text())
-    ingest(cat.manifest_path, work / "store", workers=1, progress=False)
+    # style vectors asked for by name: on a CPU ``auto`` makes none
+    encoder = "effnet" if packaged_weights() is not None else "shape"
+    ingest(cat.manifest_path, work / "store", workers=1, progress=False,
+           settings=load_settings().replace(style_encoder=encoder))
     store = Store.open(work / "store")
     keep = _originals(truth)
     feats = {b: store.load_features(b) for b in ("colour", "style")}

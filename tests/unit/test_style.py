@@ -179,6 +179,31 @@ def test_similar_items_by_mode_follow_colour_style_or_both(shapes_store):
         ws.close()
 
 
+def test_a_whitened_style_index_made_another_way_is_rebuilt(shapes_store, tmp_path):
+    import shutil
+
+    from vismerch.catalog.store import Store
+    from vismerch.config import load_settings
+    from vismerch.indexes.stored import build_index, similarity_index
+    from vismerch.indexes.whiten import VERSION
+
+    copy = tmp_path / "store"
+    shutil.copytree(shapes_store, copy)
+    store = Store.open(copy)
+    try:
+        settings = load_settings()
+        assert similarity_index(store, "style", settings, whitened=True).meta.get("whiten") == VERSION
+        assert "whiten" not in similarity_index(store, "style", settings).meta
+        features = store.load_features("style")
+        old = build_index(features.vectors, features.ids, settings,
+                          meta={"fingerprint": features.fingerprint})
+        old.save(copy / "index", "style.white")  # not whitened: made some other way
+        assert similarity_index(store, "style", settings, whitened=True).meta.get("whiten") == VERSION
+        assert "whiten" not in similarity_index(store, "colour", settings, whitened=True).meta
+    finally:
+        store.close()
+
+
 def test_the_demo_scores_each_mode_against_the_truth(shapes_store):
     from vismerch.demo import similar_by_mode
 

@@ -75,7 +75,10 @@ class BackendInfo:
     ``--precision``/``--compile``, runs on the encoders (device, Ray actors), and its index
     joins duplicate candidates and answers search by image. ``text_tower``: it also embeds
     query text into its image space (text search, zero-shot tags). ``rank``: preference
-    among a store's backends, lowest first. ``check(name, model, revision)`` runs once
+    among a store's backends, lowest first. ``whiten``: its vectors are also indexed in the
+    catalog's own whitened space (indexes/whiten.py), which answers "same style"; only for
+    vectors that nothing outside the catalog queries (never a text tower's image space).
+    ``check(name, model, revision)`` runs once
     before an ingest; ``query_encoder(fingerprint, device)`` rebuilds the encoder that made
     stored vectors (default: the factory with the fingerprint's ``model`` and ``revision``,
     refused when its fingerprint differs).
@@ -87,6 +90,7 @@ class BackendInfo:
     neural: bool = True
     text_tower: bool = False
     rank: int = 50
+    whiten: bool = False
     check: Callable[[str, str | None, str | None], None] | None = None
     query_encoder: Callable[[dict[str, Any], str], Any] | None = None
 
@@ -165,7 +169,7 @@ def _register_builtins() -> None:
     # the product's kind (shape, structure) for "same style": after colour, so an unnamed
     # "more like this" keeps colour's vectors where the store has no neural ones
     BACKENDS.register("style", BackendInfo("style", _lazy("vismerch.features.style:StyleBackend"),
-                                           neural=False, rank=92))
+                                           neural=False, rank=92, whiten=True))
     # product titles' vectors for text search: not an image backend
     BACKENDS.register("text", BackendInfo("text", _lazy("vismerch.features.text:TextBackend"),
                                           visual=False, neural=False, rank=95))

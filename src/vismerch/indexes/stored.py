@@ -42,18 +42,64 @@ def load_index(directory: Any, name: str, settings: Settings):
                             nprobe=int(setting(settings, "index_nprobe")))
 
 
-def similarity_index(store: Store, backend: str | None = None, settings: Settings | None = None):
-    """The FAISS index that ingest built for ``backend`` (default: ``vector_backend``), or,
-    when it is missing or older than the store's newest features, one built from them."""
+WHITE = ".white"  # the name suffix of a backend's whitened index, beside its own
+
+
+def wants_whitening(backend: str) -> bool:
+    """Whether ``backend``'s vectors are also indexed whitened (``BackendInfo.whiten``)."""
+    from vismerch.features.base import BACKENDS, backend_info
+
+    return backend in BACKENDS and backend_info(backend).whiten
+
+
+def index_vectors(backend: str, vectors: Any, whitened: bool = False) -> np.ndarray:
+    """``backend``'s vectors as its index holds them: ``whitened`` (where the backend asks
+    for it) in the catalog's whitened space, else as they are."""
+    from vismerch.indexes.whiten import whiten
+
+    if whitened and wants_whitening(backend):
+        return whiten(vectors)
+    return np.asarray(vectors, np.float32)
+
+
+def _meta(backend: str, fingerprint: str | None, whitened: bool) -> dict[str, Any]:
+    from vismerch.indexes import whiten
+
+    meta: dict[str, Any] = {"fingerprint": fingerprint}
+    if whitened and wants_whitening(backend):
+        meta["whiten"] = whiten.VERSION
+    return meta
+
+
+def backend_indexes(backend: str, features: Any, settings: Settings) -> dict[str, Any]:
+    """{index name: VectorIndex} of one backend's ``Features``: its own, and where the
+    backend asks for it (``BackendInfo.whiten``) a whitened one named ``backend + WHITE``."""
+    out = {backend: build_index(features.vectors, features.ids, settings,
+                                meta=_meta(backend, features.fingerprint, False))}
+    if wants_whitening(backend):
+        out[backend + WHITE] = build_index(index_vectors(backend, features.vectors, True), features.ids,
+                                           settings, meta=_meta(backend, features.fingerprint, True))
+    return out
+
+
+def similarity_index(store: Store, backend: str | None = None, settings: Settings | None = None,
+                     whitened: bool = False):
+    """The FAISS index that ingest built for ``backend`` (default: ``vector_backend``;
+    ``whitened``: its whitened one, where the backend has one), or, when it is missing, older
+    than the store's newest features or built another way, one built from them."""
     from vismerch.errors import StoreError
 
     backend = vector_backend(store, backend)
+    whitened = whitened and wants_whitening(backend)
+    name = backend + WHITE if whitened else backend
     newest = store.fingerprints(backend)[:1]
     try:
-        index = load_index(store.path / "index", backend, settings)
+        index = load_index(store.path / "index", name, settings)
     except StoreError:
         index = None
-    if index is not None and (index.meta or {}).get("fingerprint") in newest:
+    if index is not None and (index.meta or {}).get("fingerprint") in newest and \
+            index.meta.get("whiten") == _meta(backend, None, whitened).get("whiten"):
         return index
     features = store.load_features(backend)
-    return build_index(features.vectors, features.ids, settings, meta={"fingerprint": features.fingerprint})
+    return build_index(index_vectors(backend, features.vectors, whitened), features.ids, settings,
+                       meta=_meta(backend, features.fingerprint, whitened))

@@ -86,20 +86,20 @@ def refresh_descriptions(store: Store, features: Features, settings: Settings,
 def refresh_indexes(store: Store, settings: Settings,
                     loaded: dict[str, Features] | None = None,
                     preread: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, object]:
-    """One FAISS index per backend (newest fingerprint) under ``index/``; returns them.
+    """One FAISS index per backend (newest fingerprint) under ``index/``, and a whitened one
+    where the backend asks for it (``indexes.stored.backend_indexes``); returns them by name.
     ``loaded``: features the caller already read, by backend; ``preread``: shards already
     read (see ``Store.load_features``)."""
-    from vismerch.indexes.stored import build_index
+    from vismerch.indexes.stored import backend_indexes
 
     built: dict[str, object] = {}
     for backend in store.feature_backends():
         features = (loaded or {}).get(backend) or store.load_features(backend, preread=preread)
         if not len(features):
             continue
-        index = build_index(features.vectors, features.ids, settings,
-                            meta={"fingerprint": features.fingerprint})
-        index.save(store.path / "index", backend)
-        built[backend] = index
+        for name, index in backend_indexes(backend, features, settings).items():
+            index.save(store.path / "index", name)
+            built[name] = index
     return built
 
 

@@ -112,7 +112,7 @@ def _similar_parts(ws: Workspace, mode: str | None, backend: str | None) -> tupl
     if mode == "colour":
         return mode, [(ws.similarity_index("colour"), 1.0)]
     if mode == "style":
-        return mode, [(ws.similarity_index(style), 1.0)]
+        return mode, [(ws.similarity_index(style, whitened=True), 1.0)]
     weight = min(max(float(ws.settings.similar_colour_weight), 0.0), 1.0)
     return mode, [(ws.similarity_index("colour"), weight), (ws.similarity_index(style), 1.0 - weight)]
 

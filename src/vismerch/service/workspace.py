@@ -110,11 +110,12 @@ class Workspace:
     def features(self, backend: str) -> Features:
         return self.cached(("features", backend), lambda: self.store.load_features(backend))
 
-    def similarity_index(self, backend: str | None = None) -> Any:
+    def similarity_index(self, backend: str | None = None, whitened: bool = False) -> Any:
         from vismerch.indexes.stored import similarity_index, vector_backend
 
         name = vector_backend(self.store, backend)
-        return self.cached(("index", name), lambda: similarity_index(self.store, name, self.settings))
+        return self.cached(("index", name, whitened),
+                           lambda: similarity_index(self.store, name, self.settings, whitened))
 
     def search_index(self) -> Any:
         """The store's search bundle (``indexes.catalog``), loaded once per process and again
