@@ -26,9 +26,9 @@ product's outline, Wei et al. 2012, "Geodesic saliency using background priors")
    segmentation (Bai & Sapiro 2007, "A geodesic framework for fast interactive image and
    video segmentation"). Step 2 alone keeps a scene object that stands out from the
    border as much as the product does (a flower or a face behind it); the product is the
-   one framed at the centre, the scene object lies nearer the scene's colours than the
-   product's. Each cell is weighted for the palette by a centre prior (a Gaussian,
-   ``CENTRE_SIGMA``).
+   one framed at the centre, and the scene object is reached from the scene's border
+   with less colour change than from there. Each cell is weighted for the palette by a
+   centre prior (a Gaussian, ``CENTRE_SIGMA``).
 
 When that leaves under ``MIN_SCENE_FILL`` of the frame, the backend's mask stays.
 """
