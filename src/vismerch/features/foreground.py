@@ -30,7 +30,10 @@ product's outline, Wei et al. 2012, "Geodesic saliency using background priors")
    with less colour change than from there. Each cell is weighted for the palette by a
    centre prior (a Gaussian, ``CENTRE_SIGMA``).
 
-When that leaves under ``MIN_SCENE_FILL`` of the frame, the backend's mask stays.
+When that leaves under ``MIN_SCENE_FILL`` of the frame, the backend's mask stays, but
+weighted by the same centre prior: the frame is still no studio shot (its border is no
+backdrop, so that mask is most of the frame), and the product is still framed around
+the centre, not at the border.
 """
 
 from __future__ import annotations
@@ -88,9 +91,9 @@ def scene_mask(lab: torch.Tensor, mask: torch.Tensor, clutter: torch.Tensor
     small = small.double().cpu().numpy()
     for i, cells in zip(rows.tolist(), small, strict=True):
         found = np.kron(_one_scene(cells), np.ones((SHRINK, SHRINK), dtype=bool))
+        weight[i] = prior
         if found.mean() >= MIN_SCENE_FILL:
             out[i] = torch.from_numpy(found).to(mask.device)
-            weight[i] = prior
             replaced[i] = True
     return out, weight, replaced
 
