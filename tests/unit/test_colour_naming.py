@@ -90,3 +90,37 @@ def test_a_full_bleed_product_cut_by_the_frame_is_named_by_its_own_colour():
         assert named[0].name == "blue"
         assert named[0].weight > 0.8
 
+
+
+def test_a_product_in_front_of_a_larger_scene_object_is_named_by_its_own_colour():
+    """A big flower behind the product stands out from the border as much as the product
+    does; the product is the one framed at the centre, the flower is nearer the scene."""
+    from vismerch.features.colour import ColourBackend, colour_names
+
+    images = []
+    for seed in (5, 6):
+        img = _scene((0, 0, 0), seed).astype(np.float32)
+        yy, xx = np.mgrid[:256, :256]
+        img[(yy - 128) ** 2 + (xx - 128) ** 2 < 100 ** 2] = (235, 150, 90)  # the flower
+        img[108:148, 68:188] = (50, 160, 60)  # the product: a green bar across it
+        images.append(np.clip(img, 0, 255).astype(np.uint8))
+    cols = ColourBackend("cpu").encode_images(torch.from_numpy(np.stack(images))).columns
+    for named in colour_names(cols["palette_lab"], cols["palette_weight"]):
+        assert named[0].name == "green"
+        assert named[0].weight > 0.8
+
+
+def test_a_scene_with_no_product_found_still_weights_the_frame_by_its_centre():
+    """A scene frame (the border is no backdrop) where no product stands out from the scene
+    keeps the backdrop mask, the whole frame, but its border must not weigh as much as
+    its centre: the product is framed there, the scene around it."""
+    from vismerch.features.foreground import scene_mask
+
+    g = 64
+    lab = torch.zeros(1, g, g, 3)
+    lab[..., 0] = torch.linspace(20, 80, g)[None, None, :]  # a smooth scene, nothing stands out
+    mask = torch.ones(1, g, g, dtype=torch.bool)
+    out, weight, replaced = scene_mask(lab, mask, torch.tensor([5.0]))
+    assert not bool(replaced[0]) and bool(out[0].all())
+    assert float(weight[0, g // 2, g // 2]) > 2 * float(weight[0, 0, 0])
+    assert float(weight[0, g // 2, g // 2]) > 2 * float(weight[0, g // 2, 0])

@@ -20,10 +20,20 @@ product's outline, Wei et al. 2012, "Geodesic saliency using background priors")
    least colour change, summed over steps above ``STEP_NOISE``, along any path to them)
    exceeds ``SCENE_DELTA`` too: a scene's own colours that the ring missed are reached
    through the scene's smooth gradients, a product only across its outline;
-3. of those, the cells connected to the centre box (the product is framed around it),
-   each weighted for the palette by a centre prior (a Gaussian, ``CENTRE_SIGMA``).
+3. of those, the cells connected to the centre box (the product is framed around it);
+4. of those, the cells geodesically nearer the frame's centre (the ``SEED`` box of cells,
+   or the kept cell nearest it) than the scene's border cells: a seeded geodesic
+   segmentation (Bai & Sapiro 2007, "A geodesic framework for fast interactive image and
+   video segmentation"). Step 2 alone keeps a scene object that stands out from the
+   border as much as the product does (a flower or a face behind it); the product is the
+   one framed at the centre, and the scene object is reached from the scene's border
+   with less colour change than from there. Each cell is weighted for the palette by a
+   centre prior (a Gaussian, ``CENTRE_SIGMA``).
 
-When that leaves under ``MIN_SCENE_FILL`` of the frame, the backend's mask stays.
+When that leaves under ``MIN_SCENE_FILL`` of the frame, the backend's mask stays, but
+weighted by the same centre prior: the frame is still no studio shot (its border is no
+backdrop, so that mask is most of the frame), and the product is still framed around
+the centre, not at the border.
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ BG_ITERS = 6
 SHRINK = 2  # the scene's grid: 64 / SHRINK cells a side
 RING = 1  # cells of that grid (1/32 of the frame, the backend's border ring)
 CENTRE = (0.3, 0.7)  # the centre box, as fractions of each side
+SEED = 1 / 16  # the product's seed: the frame's centre, this share of each side (2 cells)
 MIN_SCENE_FILL = 0.03
 CENTRE_SIGMA = 0.25  # the centre prior's spread, in frame sides
 _EIGHT = np.ones((3, 3), dtype=bool)
@@ -80,9 +91,9 @@ def scene_mask(lab: torch.Tensor, mask: torch.Tensor, clutter: torch.Tensor
     small = small.double().cpu().numpy()
     for i, cells in zip(rows.tolist(), small, strict=True):
         found = np.kron(_one_scene(cells), np.ones((SHRINK, SHRINK), dtype=bool))
+        weight[i] = prior
         if found.mean() >= MIN_SCENE_FILL:
             out[i] = torch.from_numpy(found).to(mask.device)
-            weight[i] = prior
             replaced[i] = True
     return out, weight, replaced
 
@@ -106,11 +117,30 @@ def _one_scene(lab: np.ndarray) -> np.ndarray:
         return np.zeros_like(ring)
     far = d[:, scene].min(axis=1) > SCENE_DELTA
     sources = ring.ravel() & np.isin(nearest, np.flatnonzero(scene)) & near
-    apart = _geodesic(cells, g, sources) > SCENE_DELTA
-    product = (far & apart).reshape(g, g)
+    from_scene = _geodesic(cells, g, sources)
+    product = (far & (from_scene > SCENE_DELTA)).reshape(g, g)
     labels, _ = ndimage.label(product, structure=_EIGHT)
     keep = np.unique(labels[centre & product])
-    return np.isin(labels, keep[keep > 0])
+    product = np.isin(labels, keep[keep > 0])
+    if not product.any():
+        return product
+    from_seed = _geodesic(cells, g, _centre_seed(product).ravel())
+    return product & (from_seed < from_scene).reshape(g, g)
+
+
+def _centre_seed(product: np.ndarray) -> np.ndarray:
+    """The product's seed in its (G, G) mask: the mask's cells in the frame's central
+    ``SEED`` box, or, where it has none there, its cell nearest the centre."""
+    g = product.shape[0]
+    half = max(1, round(SEED * g / 2))
+    seed = np.zeros_like(product)
+    seed[g // 2 - half:g // 2 + half, g // 2 - half:g // 2 + half] = True
+    seed &= product
+    if not seed.any():
+        ys, xs = np.nonzero(product)
+        k = int(np.argmin((ys + 0.5 - g / 2) ** 2 + (xs + 0.5 - g / 2) ** 2))
+        seed[ys[k], xs[k]] = True
+    return seed
 
 
 def _geodesic(cells: np.ndarray, g: int, sources: np.ndarray) -> np.ndarray:
