@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from PIL import Image, ImageDraw, ImageOps
+from PIL import Image, ImageDraw, ImageFilter, ImageOps
 
 from vismerch.config import load_settings
 from vismerch.dupes.candidates import candidates_all, candidates_new
@@ -51,7 +51,8 @@ def _working(img: Image.Image) -> np.ndarray:
 def _sigs(images: list[Image.Image]) -> Signatures:
     cols = signatures(torch.from_numpy(np.stack([_working(im) for im in images])))
     aspect = np.array([im.width / im.height for im in images], np.float32)
-    return Signatures(cols["dup_box"], cols["dup_sig"], cols["dup_colour"], cols["dup_hash"], aspect)
+    return Signatures(cols["dup_box"], cols["dup_sig"], cols["dup_colour"], cols["dup_hash"], aspect,
+                      cols["dup_chroma"])
 
 
 def _confirmed(sigs: Signatures, rules: DupRules | None = None) -> set[tuple[int, int]]:
@@ -424,3 +425,37 @@ def test_the_same_shot_in_another_colour_is_kept_apart_a_light_edit_is_not():
     assert {p for p, a in zip(pairs, got.apart, strict=True) if a} == {(0, 1), (1, 2)}
     assert {p for p, ok in zip(pairs, got.ok, strict=True) if ok} == {(0, 2)}
     assert got.strength[pairs.index((0, 2))] > 2  # lined up as it is: colour cells compared
+
+
+def _bar_scene(bar: tuple[int, int, int]) -> Image.Image:
+    """A busy scene (colour blobs, no backdrop) with a thin bar standing in it: a product
+    that covers a sliver of each 8x8 cell it crosses."""
+    rng = np.random.default_rng(7)
+    img = Image.new("RGB", (640, 640), (90, 120, 80))
+    d = ImageDraw.Draw(img)
+    for _ in range(40):
+        cx, cy, r = rng.uniform(0, 640), rng.uniform(0, 640), rng.uniform(30, 120)
+        d.ellipse([cx - r, cy - r, cx + r, cy + r], fill=tuple(int(v) for v in rng.integers(40, 220, 3)))
+    img = img.filter(ImageFilter.GaussianBlur(3))
+    ImageDraw.Draw(img).rectangle([300, 80, 314, 560], fill=bar)
+    return img
+
+
+def test_a_thin_products_colourway_is_apart_a_white_balance_is_not():
+    """In a scene, a thin product in another colour (red to blue: the 8x8 cells barely
+    move) is kept apart by the 32x32 cells, while a white balance and gamma edit of the
+    whole photo is a duplicate."""
+    from vismerch.dupes.confirm import judge
+
+    img = _bar_scene((200, 30, 30))
+    x = np.asarray(img, np.float32) / 255.0
+    tinted = Image.fromarray((np.clip((x ** 0.9) * np.array([0.97, 1.03, 0.97]), 0, 1) * 255
+                              + 0.5).astype(np.uint8))
+    shots = [img, _bar_scene((30, 60, 200)), tinted]
+    i, j = np.array([0, 0], np.int64), np.array([1, 2], np.int64)
+    sigs = _sigs(shots)
+    got = judge(sigs, i, j, RULES)
+    assert got.ok.tolist() == [False, True]
+    assert got.apart.tolist() == [True, False]
+    old = Signatures(sigs.box, sigs.sig, sigs.colour, sigs.hash, sigs.frame_aspect)
+    assert not judge(old, i, j, RULES).apart[0]  # the 8x8 cells alone: not apart

@@ -35,6 +35,8 @@ shard (1.2 KiB per image):
 * ``dup_colour`` uint8 (8, 8, 3): CIELAB means of the box's 8x8 cells after the white
   balance is undone (L* x 2.55, a* + 128, b* + 128; ``lab_cells`` reads them): what
   tells a colourway (same shot, another colour) from a light edit of the same photo.
+* ``dup_chroma`` uint8 (32, 32, 2): the a*b* codes of the signature's cells (a* + 128,
+  b* + 128): a thin product's colour, which the 8x8 cells average away (dupes/colourcheck.py).
 * ``dup_hash`` uint64: the 64-bit DCT hash (imagehash's construction) of ``dup_sig``:
   candidates for the framing-invariant comparison come from near hashes.
 """
@@ -78,7 +80,7 @@ AGREE = 1.5  # cells: a product box this close to the frame less its bars on eve
 CLIP_LEVELS = 8.0  # sRGB levels above the backdrop ...
 CLIP_SHARE = 0.05  # ... in more than this share of the box's cells: the backdrop is not its white
 BORDER = 4  # border ring (BOX_GRID cells) the backdrop colour is the median of
-COLUMNS = ("dup_box", "dup_sig", "dup_colour", "dup_hash")
+COLUMNS = ("dup_box", "dup_sig", "dup_colour", "dup_chroma", "dup_hash")
 
 
 def _area(x: torch.Tensor, h: int, w: int) -> torch.Tensor:
@@ -460,13 +462,11 @@ def from_cells(box: torch.Tensor, cells: torch.Tensor) -> dict[str, np.ndarray]:
     sig = torch.log(y + LOG_EPS)  # near white, a few levels of gradient or noise are ~0
     means = _area(cells, COLOUR_CELLS, COLOUR_CELLS).permute(0, 2, 3, 1)
     colour = _quantise_lab(srgb_to_lab(means.contiguous()))
+    chroma = _quantise_lab(srgb_to_lab(cells.permute(0, 2, 3, 1).contiguous()))[..., 1:]
     q = ((sig - LOG_LO) / (LOG_HI - LOG_LO) * 255.0).round().clamp(0, 255)
-    return {
-        "dup_box": box.cpu().numpy(),
-        "dup_sig": q.to(torch.uint8).cpu().numpy(),
-        "dup_colour": colour.cpu().numpy(),
-        "dup_hash": pack_bits(phash_bits(q)),
-    }
+    return {"dup_box": box.cpu().numpy(), "dup_sig": q.to(torch.uint8).cpu().numpy(),
+            "dup_colour": colour.cpu().numpy(), "dup_chroma": chroma.contiguous().cpu().numpy(),
+            "dup_hash": pack_bits(phash_bits(q))}
 
 
 # ``dup_colour``'s code: CIELAB x LAB_CODE_SCALE + LAB_CODE_OFFSET, as uint8 (L* x 2.55,
@@ -491,7 +491,7 @@ def empty_columns() -> dict[str, np.ndarray]:
     """The ``COLUMNS`` for zero images."""
     return {"dup_box": np.zeros((0, 4), np.float32), "dup_sig": np.zeros((0, SIG, SIG), np.uint8),
             "dup_colour": np.zeros((0, COLOUR_CELLS, COLOUR_CELLS, 3), np.uint8),
-            "dup_hash": np.zeros((0,), np.uint64)}
+            "dup_chroma": np.zeros((0, SIG, SIG, 2), np.uint8), "dup_hash": np.zeros((0,), np.uint64)}
 
 
 def has_signature(box: np.ndarray) -> np.ndarray:
