@@ -459,3 +459,18 @@ def test_a_thin_products_colourway_is_apart_a_white_balance_is_not():
     assert got.apart.tolist() == [True, False]
     old = Signatures(sigs.box, sigs.sig, sigs.colour, sigs.hash, sigs.frame_aspect)
     assert not judge(old, i, j, RULES).apart[0]  # the 8x8 cells alone: not apart
+
+
+def test_crops_of_a_detailed_photo_keep_their_detail_score():
+    """Every crop of a quarter of the area at most, centred or not, of a full-frame photo
+    is found: the crop's detail is compared blurred as the magnified view of the original
+    is (unblurred, half the off-centre crops fell under the detail threshold)."""
+    rng = np.random.default_rng(3)
+    missed = []
+    for edit in ("crop", "crop-off"):
+        for seed in range(6):
+            img = _scene(seed=seed)
+            copy, _ = edits.apply(img, edit, rng)
+            if (0, 1) not in _confirmed(_sigs([img, copy])):
+                missed.append((edit, seed))
+    assert missed == []
