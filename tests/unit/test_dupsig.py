@@ -474,3 +474,21 @@ def test_crops_of_a_detailed_photo_keep_their_detail_score():
             if (0, 1) not in _confirmed(_sigs([img, copy])):
                 missed.append((edit, seed))
     assert missed == []
+
+
+def test_a_product_on_a_coloured_backdrop_is_boxed_lighter_parts_and_all():
+    """A product with parts lighter than its tan backdrop (balanced by its brightest cells,
+    not by the backdrop) is boxed where it differs from the backdrop as balanced, not from
+    white (which boxed the whole frame); padded with more backdrop, the box moves with it."""
+    img = Image.new("RGB", (600, 600), (200, 150, 100))
+    d = ImageDraw.Draw(img)
+    rng = np.random.default_rng(2)
+    for _ in range(25):
+        cx, cy, r = rng.uniform(150, 450), rng.uniform(150, 450), rng.uniform(30, 90)
+        d.ellipse([cx - r, cy - r, cx + r, cy + r], fill=tuple(int(v) for v in rng.integers(30, 250, 3)))
+    d.rectangle([260, 200, 340, 300], fill=(250, 250, 250))
+    padded = ImageOps.expand(img, border=(120, 40, 60, 150), fill=(200, 150, 100))
+    box = signatures(torch.from_numpy(np.stack([_working(img), _working(padded)])))["dup_box"]
+    assert box[0][0] > 0.1 and box[0][2] < 0.9
+    moved = (box[0] * 600 + np.array([120, 40, 120, 40])) / np.array([780, 790, 780, 790])
+    assert box[1] == pytest.approx(moved, abs=0.01)

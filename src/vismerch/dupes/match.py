@@ -199,7 +199,7 @@ def _as_magnified(small: np.ndarray, su: np.ndarray, sv: np.ndarray) -> np.ndarr
         var = (CELL_BLUR ** 2 + 1.0 / 6.0) / np.square(np.clip(share, 0.3, 1.0)) - CELL_BLUR ** 2
         return np.sqrt(np.maximum(var, 0.0))
     rows, cols = _gauss_rows(sigma(sv)), _gauss_rows(sigma(su))
-    return np.einsum("pij,pjk,plk->pil", rows, small.astype(np.float32), cols)
+    return rows @ small.astype(np.float32) @ cols.transpose(0, 2, 1)
 
 
 def _blur(sig: np.ndarray) -> np.ndarray:
