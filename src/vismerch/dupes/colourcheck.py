@@ -10,7 +10,9 @@ cells of the product box (``dup_colour``, dupes/signature.py).
   the product (a skin tone, a sole) leaves cells the fit cannot reach.
 * **fine cells**: the same at the signature's 32x32 cells (``dup_chroma`` and the log-luma
   signature, ``colour_fine``), where a thin product (a racket's frame, a bassoon in a
-  scene) fills cells the 8x8 ones average away; stores without ``dup_chroma`` keep **cells**.
+  scene) fills cells the 8x8 ones average away; its fit has a white balance's a*b* offset
+  and allows boxes half a cell apart, so a pair **cells** refuses is kept when it fits the
+  fine cells within ``colour_cell``. Stores without ``dup_chroma`` keep **cells** alone.
 """
 
 from __future__ import annotations

@@ -4,11 +4,13 @@ A pair is a duplicate when the product's colour is the same up to a light edit (
 and L*, dupes/colourcheck.py), its layout correlates at least ``structure`` and its fine
 detail at least ``detail`` (or its layout alone at least ``layout_alone``), as they are
 or by the crop region search (dupes/match.py), it is not a mirror (unless
-``allow_mirror``), and, for pairs that line up as they are, no 8x8 colour cell changed
-beyond what one global light edit explains (``colour_cell``: a colourway that recolours
-part of the product).
+``allow_mirror``), and, for pairs that line up as they are (not a crop the region search
+lines up better), no colour cell changed beyond what one global light edit explains
+(``colour_cell`` for the 8x8 cells, ``colour_fine`` for the 32x32 ones: a colourway that
+recolours part of the product, or a thin product).
 
-A pair lined up as it is whose cells differ by more than ``APART`` times ``colour_cell`` is
+A pair lined up as it is whose cells differ by more than ``APART`` times ``colour_cell``
+(``FINE_APART`` times ``colour_fine``) is
 clearly another colour of the same shot (a colourway): such pairs are kept ``apart``, so
 that no chain of other matches (a crop of one matching the other, where the cells cannot be
 compared cell for cell) joins them in one group (dupes/groups.py ``split_apart``).
@@ -115,12 +117,17 @@ def _cells_differ(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRule
                   ) -> tuple[np.ndarray, np.ndarray]:
     """bool per pair lined up as it is: (its cells differ beyond a light edit, so far
     that it is another colour): by the 32x32 cells where both images have them
-    (``colour_fine``), else by the 8x8 ones (``colour_cell``)."""
+    (``colour_fine``; a pair the 8x8 cells refuse must fit them within ``colour_cell``),
+    else by the 8x8 ones (``colour_cell``)."""
     fine = colourcheck.has_chroma(sigs.chroma, i) & colourcheck.has_chroma(sigs.chroma, j)
     refuse, far = np.zeros(i.size, bool), np.zeros(i.size, bool)
     if fine.any():
         resid = colourcheck.fine_colour_residual(sigs.sig, sigs.chroma, i[fine], j[fine])
-        refuse[fine] = resid > rules.colour_fine
+        coarse = colourcheck.cell_colour_residual(sigs.colour, i[fine], j[fine])
+        # the 8x8 cells' verdict stands unless the fine fit (a white balance's offset, boxes
+        # half a cell apart) explains the pair within the same tolerance
+        refuse[fine] = (resid > rules.colour_fine) | (
+            (coarse > rules.colour_cell) & (resid > rules.colour_cell))
         far[fine] = resid > FINE_APART * rules.colour_fine
     if not fine.all():
         resid = colourcheck.cell_colour_residual(sigs.colour, i[~fine], j[~fine])
