@@ -492,3 +492,27 @@ def test_a_product_on_a_coloured_backdrop_is_boxed_lighter_parts_and_all():
     assert box[0][0] > 0.1 and box[0][2] < 0.9
     moved = (box[0] * 600 + np.array([120, 40, 120, 40])) / np.array([780, 790, 780, 790])
     assert box[1] == pytest.approx(moved, abs=0.01)
+
+
+def test_a_dull_products_hue_turned_round_is_apart():
+    """Forty fine cells of a dull product (chroma 10) turned a quarter round move 14 ΔE
+    (under every cell tolerance) but turn their hue, which no light edit does: apart,
+    while the same cells' saturation scaled and shifted (a light edit) stay a duplicate."""
+    from vismerch.dupes.confirm import judge
+
+    one = _sigs([_bar_scene((70, 75, 60))])
+    chroma = np.repeat(one.chroma, 3, axis=0)
+    cells = (slice(8, 16), slice(10, 15))  # 8 x 5 cells of the product
+    chroma[:, cells[0], cells[1]] = (128, 138)  # a* 0, b* 10: a dull yellow-green
+    chroma[1, cells[0], cells[1]] = (138, 128)  # turned a quarter round: a dull red
+    lit = chroma[2].astype(np.float32) - 128
+    chroma[2] = np.clip(lit * 1.1 + (1.5, -1.0) + 128, 0, 255).round().astype(np.uint8)
+    rep = lambda v: np.repeat(v, 3, axis=0)  # noqa: E731
+    sigs = Signatures(rep(one.box), rep(one.sig), rep(one.colour), rep(one.hash),
+                      rep(one.frame_aspect), chroma)
+    i, j = np.array([0, 0], np.int64), np.array([1, 2], np.int64)
+    got = judge(sigs, i, j, RULES)
+    assert got.ok.tolist() == [False, True]
+    assert got.apart.tolist() == [True, False]
+    blind = dataclasses.replace(RULES, colour_turn=float("inf"))
+    assert judge(sigs, i, j, blind).ok.tolist() == [True, True]  # ΔE alone: merged

@@ -13,6 +13,9 @@ cells of the product box (``dup_colour``, dupes/signature.py).
   scene) fills cells the 8x8 ones average away; its fit has a white balance's a*b* offset
   and allows boxes half a cell apart, so a pair **cells** refuses is kept when it fits the
   fine cells within ``colour_cell``. Stores without ``dup_chroma`` keep **cells** alone.
+* **hue turn**: a light edit never turns a colour's hue round; a colourway does, however
+  dull the product (a grey-green plant turned blue moves few ΔE): the fine cells whose
+  hue turned most, weighted by their chroma, must stay under ``colour_turn``.
 """
 
 from __future__ import annotations
@@ -153,3 +156,24 @@ def fine_colour_residual(sig: np.ndarray, chroma: np.ndarray, i: np.ndarray, j: 
         d = np.linalg.norm(_half_shifts(fit) - target[None], axis=-1).min(axis=0)
         out[s:s + block] = d[:, 1:-1, 1:-1].reshape(n, -1).max(axis=1)
     return out
+
+
+TURN_CELLS = 20  # the most turned fine cells averaged: a thin or small product fills ~20
+TURN_CHROMA = 8.0  # a*b* chroma under which a cell has no hue to speak of
+
+
+def hue_turn(chroma: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Per pair lined up as it is: the mean, over the ``TURN_CELLS`` fine cells turned most,
+    of (1 - cos of the hue turn) x the cell's chroma (the smaller of the two), after j's
+    mean a*b* shift (a white balance) is taken out; cells under ``TURN_CHROMA`` in either
+    count nothing. A hue turned by 90 degrees at chroma 10 scores 10; true copies on the
+    real-photo and OpenMoji sets stay under 3.5."""
+    a = np.asarray(chroma[i], np.float32).reshape(len(i), -1, 2) - np.float32(128.0)
+    b = np.asarray(chroma[j], np.float32).reshape(len(j), -1, 2) - np.float32(128.0)
+    b = b - (b.mean(axis=1, keepdims=True) - a.mean(axis=1, keepdims=True))
+    na, nb = np.linalg.norm(a, axis=2), np.linalg.norm(b, axis=2)
+    cos = (a * b).sum(axis=2) / np.maximum(na * nb, 1e-6)
+    weight = np.minimum(na, nb)
+    turned = np.where(weight > TURN_CHROMA, (1.0 - cos) * weight, 0.0)
+    k = min(TURN_CELLS, turned.shape[1])
+    return np.partition(turned, turned.shape[1] - k, axis=1)[:, -k:].mean(axis=1)

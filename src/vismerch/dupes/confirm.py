@@ -7,10 +7,11 @@ or by the crop region search (dupes/match.py), it is not a mirror (unless
 ``allow_mirror``), and, for pairs that line up as they are (not a crop the region search
 lines up better), no colour cell changed beyond what one global light edit explains
 (``colour_cell`` for the 8x8 cells, ``colour_fine`` for the 32x32 ones: a colourway that
-recolours part of the product, or a thin product).
+recolours part of the product, or a thin product) and no hue turned round
+(``colour_turn``: a dull product's colourway).
 
 A pair lined up as it is whose cells differ by more than ``APART`` times ``colour_cell``
-(``FINE_APART`` times ``colour_fine``) is
+(``FINE_APART`` times ``colour_fine``), or whose hue turned, is
 clearly another colour of the same shot (a colourway): such pairs are kept ``apart``, so
 that no chain of other matches (a crop of one matching the other, where the cells cannot be
 compared cell for cell) joins them in one group (dupes/groups.py ``split_apart``).
@@ -126,9 +127,10 @@ def _cells_differ(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRule
         coarse = colourcheck.cell_colour_residual(sigs.colour, i[fine], j[fine])
         # the 8x8 cells' verdict stands unless the fine fit (a white balance's offset, boxes
         # half a cell apart) explains the pair within the same tolerance
-        refuse[fine] = (resid > rules.colour_fine) | (
+        turned = colourcheck.hue_turn(sigs.chroma, i[fine], j[fine]) > rules.colour_turn
+        refuse[fine] = (resid > rules.colour_fine) | turned | (
             (coarse > rules.colour_cell) & (resid > rules.colour_cell))
-        far[fine] = resid > FINE_APART * rules.colour_fine
+        far[fine] = (resid > FINE_APART * rules.colour_fine) | turned
     if not fine.all():
         resid = colourcheck.cell_colour_residual(sigs.colour, i[~fine], j[~fine])
         refuse[~fine] = resid > rules.colour_cell
