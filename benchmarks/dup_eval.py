@@ -181,7 +181,7 @@ def ours(ids: list[str], cols: dict[str, np.ndarray]) -> tuple[list[list[str]], 
 
     rules = DupRules.from_settings(load_settings())
     sigs = Signatures(cols["dup_box"], cols["dup_sig"], cols["dup_colour"],
-                      cols["dup_hash"].astype(np.uint64), cols["aspect"])
+                      cols["dup_hash"].astype(np.uint64), cols["aspect"], cols.get("dup_chroma"))
     start = time.perf_counter()
     i, j = candidates_all(sigs, rules)
     got = judge(sigs, i, j, rules)

@@ -82,6 +82,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("dup_colour_ab_share", float, 0.3, "Near-duplicates (signature rules): the a*b* tolerance as a share of the larger chroma (a saturated product's a*b* moves more under gamma and contrast)."),
     Setting("dup_colour_l", float, 12.0, "Near-duplicates (signature rules): the products' mean L* may differ by at most this (light edits: 0-10 on the generated catalogs; colourways that keep the hue, e.g. navy and light blue, differ more)."),
     Setting("dup_colour_cell", float, 13.0, "Near-duplicates that line up as they are: no 8x8 cell of the product box may change colour by more than this (CIEDE76) beyond one global light edit."),
+    Setting("dup_colour_turn", float, 6.0, "Near-duplicates that line up as they are: the 20 fine cells whose hue turned most may turn by at most this ((1 - cos) x chroma); a light edit never turns a hue round."),
+    Setting("dup_colour_fine", float, 18.0, "Near-duplicates that line up as they are: no 32x32 cell of the box may change colour by more than this (ΔE) beyond a global light edit; a thin product's colourway."),
     Setting("dup_allow_mirror", bool, False, "Near-duplicates (signature rules): count a mirrored (left-right flipped) shot as a duplicate. Off: a pair that lines up better mirrored than as it is is kept apart."),
     Setting("index_exact_max", int, 50_000, "Use an exact FAISS index (and exact duplicate-candidate search) up to this many vectors, HNSW above."),
     Setting("multicolour_max_weight", float, 0.55, "A product is multicolour when no single named colour covers at least this share of its pixels (a clear majority, with a margin for noise).", bounds=(0.0, 1.0)),

@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from PIL import Image, ImageDraw, ImageOps
+from PIL import Image, ImageDraw, ImageFilter, ImageOps
 
 from vismerch.config import load_settings
 from vismerch.dupes.candidates import candidates_all, candidates_new
@@ -51,7 +51,8 @@ def _working(img: Image.Image) -> np.ndarray:
 def _sigs(images: list[Image.Image]) -> Signatures:
     cols = signatures(torch.from_numpy(np.stack([_working(im) for im in images])))
     aspect = np.array([im.width / im.height for im in images], np.float32)
-    return Signatures(cols["dup_box"], cols["dup_sig"], cols["dup_colour"], cols["dup_hash"], aspect)
+    return Signatures(cols["dup_box"], cols["dup_sig"], cols["dup_colour"], cols["dup_hash"], aspect,
+                      cols["dup_chroma"])
 
 
 def _confirmed(sigs: Signatures, rules: DupRules | None = None) -> set[tuple[int, int]]:
@@ -424,3 +425,98 @@ def test_the_same_shot_in_another_colour_is_kept_apart_a_light_edit_is_not():
     assert {p for p, a in zip(pairs, got.apart, strict=True) if a} == {(0, 1), (1, 2)}
     assert {p for p, ok in zip(pairs, got.ok, strict=True) if ok} == {(0, 2)}
     assert got.strength[pairs.index((0, 2))] > 2  # lined up as it is: colour cells compared
+
+
+def _bar_scene(bar: tuple[int, int, int]) -> Image.Image:
+    """A busy scene (colour blobs, no backdrop) with a thin bar standing in it: a product
+    that covers a sliver of each 8x8 cell it crosses."""
+    rng = np.random.default_rng(7)
+    img = Image.new("RGB", (640, 640), (90, 120, 80))
+    d = ImageDraw.Draw(img)
+    for _ in range(40):
+        cx, cy, r = rng.uniform(0, 640), rng.uniform(0, 640), rng.uniform(30, 120)
+        d.ellipse([cx - r, cy - r, cx + r, cy + r], fill=tuple(int(v) for v in rng.integers(40, 220, 3)))
+    img = img.filter(ImageFilter.GaussianBlur(3))
+    ImageDraw.Draw(img).rectangle([300, 80, 314, 560], fill=bar)
+    return img
+
+
+def test_a_thin_products_colourway_is_apart_a_white_balance_is_not():
+    """In a scene, a thin product in another colour (red to blue: the 8x8 cells barely
+    move) is kept apart by the 32x32 cells, while a white balance and gamma edit of the
+    whole photo is a duplicate."""
+    from vismerch.dupes.confirm import judge
+
+    img = _bar_scene((200, 30, 30))
+    x = np.asarray(img, np.float32) / 255.0
+    tinted = Image.fromarray((np.clip((x ** 0.9) * np.array([0.97, 1.03, 0.97]), 0, 1) * 255
+                              + 0.5).astype(np.uint8))
+    shots = [img, _bar_scene((30, 60, 200)), tinted]
+    i, j = np.array([0, 0], np.int64), np.array([1, 2], np.int64)
+    sigs = _sigs(shots)
+    got = judge(sigs, i, j, RULES)
+    assert got.ok.tolist() == [False, True]
+    assert got.apart.tolist() == [True, False]
+    old = Signatures(sigs.box, sigs.sig, sigs.colour, sigs.hash, sigs.frame_aspect)
+    assert not judge(old, i, j, RULES).apart[0]  # the 8x8 cells alone: not apart
+    # a row from a shard written before dup_chroma reads back as zeros: the 8x8 cells judge it
+    mixed = dataclasses.replace(sigs, chroma=sigs.chroma.copy())
+    mixed.chroma[1] = 0
+    assert judge(mixed, i, j, RULES).apart.tolist() == [False, False]
+
+
+def test_crops_of_a_detailed_photo_keep_their_detail_score():
+    """Every crop of a quarter of the area at most, centred or not, of a full-frame photo
+    is found: the crop's detail is compared blurred as the magnified view of the original
+    is (unblurred, half the off-centre crops fell under the detail threshold)."""
+    rng = np.random.default_rng(3)
+    missed = []
+    for edit in ("crop", "crop-off"):
+        for seed in range(6):
+            img = _scene(seed=seed)
+            copy, _ = edits.apply(img, edit, rng)
+            if (0, 1) not in _confirmed(_sigs([img, copy])):
+                missed.append((edit, seed))
+    assert missed == []
+
+
+def test_a_product_on_a_coloured_backdrop_is_boxed_lighter_parts_and_all():
+    """A product with parts lighter than its tan backdrop (balanced by its brightest cells,
+    not by the backdrop) is boxed where it differs from the backdrop as balanced, not from
+    white (which boxed the whole frame); padded with more backdrop, the box moves with it."""
+    img = Image.new("RGB", (600, 600), (200, 150, 100))
+    d = ImageDraw.Draw(img)
+    rng = np.random.default_rng(2)
+    for _ in range(25):
+        cx, cy, r = rng.uniform(150, 450), rng.uniform(150, 450), rng.uniform(30, 90)
+        d.ellipse([cx - r, cy - r, cx + r, cy + r], fill=tuple(int(v) for v in rng.integers(30, 250, 3)))
+    d.rectangle([260, 200, 340, 300], fill=(250, 250, 250))
+    padded = ImageOps.expand(img, border=(120, 40, 60, 150), fill=(200, 150, 100))
+    box = signatures(torch.from_numpy(np.stack([_working(img), _working(padded)])))["dup_box"]
+    assert box[0][0] > 0.1 and box[0][2] < 0.9
+    moved = (box[0] * 600 + np.array([120, 40, 120, 40])) / np.array([780, 790, 780, 790])
+    assert box[1] == pytest.approx(moved, abs=0.01)
+
+
+def test_a_dull_products_hue_turned_round_is_apart():
+    """Forty fine cells of a dull product (chroma 10) turned a quarter round move 14 ΔE
+    (under every cell tolerance) but turn their hue, which no light edit does: apart,
+    while the same cells' saturation scaled and shifted (a light edit) stay a duplicate."""
+    from vismerch.dupes.confirm import judge
+
+    one = _sigs([_bar_scene((70, 75, 60))])
+    chroma = np.repeat(one.chroma, 3, axis=0)
+    cells = (slice(8, 16), slice(10, 15))  # 8 x 5 cells of the product
+    chroma[:, cells[0], cells[1]] = (128, 138)  # a* 0, b* 10: a dull yellow-green
+    chroma[1, cells[0], cells[1]] = (138, 128)  # turned a quarter round: a dull red
+    lit = chroma[2].astype(np.float32) - 128
+    chroma[2] = np.clip(lit * 1.1 + (1.5, -1.0) + 128, 0, 255).round().astype(np.uint8)
+    rep = lambda v: np.repeat(v, 3, axis=0)  # noqa: E731
+    sigs = Signatures(rep(one.box), rep(one.sig), rep(one.colour), rep(one.hash),
+                      rep(one.frame_aspect), chroma)
+    i, j = np.array([0, 0], np.int64), np.array([1, 2], np.int64)
+    got = judge(sigs, i, j, RULES)
+    assert got.ok.tolist() == [False, True]
+    assert got.apart.tolist() == [True, False]
+    blind = dataclasses.replace(RULES, colour_turn=float("inf"))
+    assert judge(sigs, i, j, blind).ok.tolist() == [True, True]  # ΔE alone: merged

@@ -4,11 +4,14 @@ A pair is a duplicate when the product's colour is the same up to a light edit (
 and L*, dupes/colourcheck.py), its layout correlates at least ``structure`` and its fine
 detail at least ``detail`` (or its layout alone at least ``layout_alone``), as they are
 or by the crop region search (dupes/match.py), it is not a mirror (unless
-``allow_mirror``), and, for pairs that line up as they are, no 8x8 colour cell changed
-beyond what one global light edit explains (``colour_cell``: a colourway that recolours
-part of the product).
+``allow_mirror``), and, for pairs that line up as they are (not a crop the region search
+lines up better), no colour cell changed beyond what one global light edit explains
+(``colour_cell`` for the 8x8 cells, ``colour_fine`` for the 32x32 ones: a colourway that
+recolours part of the product, or a thin product) and no hue turned round
+(``colour_turn``: a dull product's colourway).
 
-A pair lined up as it is whose cells differ by more than ``APART`` times ``colour_cell`` is
+A pair lined up as it is whose cells differ by more than ``APART`` times ``colour_cell``
+(``FINE_APART`` times ``colour_fine``), or whose hue turned, is
 clearly another colour of the same shot (a colourway): such pairs are kept ``apart``, so
 that no chain of other matches (a crop of one matching the other, where the cells cannot be
 compared cell for cell) joins them in one group (dupes/groups.py ``split_apart``).
@@ -27,6 +30,12 @@ from vismerch.dupes.model import DupRules, Signatures
 # model fits badly (lined-up true copies on the real-photo set leave up to 19, one pair 29;
 # 1.5x and 2x gave the same groups on OpenMoji and both real-photo seeds)
 APART = 2.0
+# The fine cells' fit leaves true copies less (a white balance's offset and a misplaced
+# box's half cell are part of it): FINE_APART times ``colour_fine`` is another colour
+FINE_APART = 1.25
+# A region search this much better than the pair as it is: a crop, whose cells do not
+# line up as they are (comparing them would refuse the crop for its misplaced cells)
+CROP_GAIN = 0.01
 
 
 @dataclass(frozen=True)
@@ -76,15 +85,14 @@ def judge(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules) -> Ve
         if rules.allow_mirror:  # otherwise a mirrored shot must line up unmirrored: it cannot
             mirrored = m_plain > plain
             plain, fine = np.where(mirrored, m_plain, plain), np.where(mirrored, m_fine, fine)
-        # aligned as they are: the 8x8 colour cells must agree up to a global light edit
-        aligned = np.flatnonzero(as_is >= rules.structure)
+        # aligned as they are: the colour cells must agree up to a global light edit
+        aligned = np.flatnonzero((as_is >= rules.structure) & (as_is >= plain - CROP_GAIN))
         if aligned.size:
-            resid = colourcheck.cell_colour_residual(sigs.colour, i[check][aligned],
-                                                     j[check][aligned])
+            refuse, far = _cells_differ(sigs, i[check][aligned], j[check][aligned], rules)
             same_shot = _layout_ok(plain[aligned], fine[aligned], rules)
-            apart[check[aligned]] = same_shot & (resid > APART * rules.colour_cell)
+            apart[check[aligned]] = same_shot & far
             lined_up[check[aligned]] = True
-            plain[aligned[resid > rules.colour_cell]] = -1.0
+            plain[aligned[refuse]] = -1.0
         score[check], detail[check] = plain, fine
     other = np.flatnonzero(~same_colour)
     if other.size:  # another mean colour: apart too when the same shot lines up as it is
@@ -102,6 +110,29 @@ def _apart_as_is(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules
     out = np.zeros(i.size, bool)
     shot = np.flatnonzero((plain >= rules.structure) & _layout_ok(plain, fine, rules))
     if shot.size:
-        resid = colourcheck.cell_colour_residual(sigs.colour, i[shot], j[shot])
-        out[shot] = resid > APART * rules.colour_cell
+        out[shot] = _cells_differ(sigs, i[shot], j[shot], rules)[1]
     return out
+
+
+def _cells_differ(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules,
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """bool per pair lined up as it is: (its cells differ beyond a light edit, so far
+    that it is another colour): by the 32x32 cells where both images have them
+    (``colour_fine``; a pair the 8x8 cells refuse must fit them within ``colour_cell``),
+    else by the 8x8 ones (``colour_cell``)."""
+    fine = colourcheck.has_chroma(sigs.chroma, i) & colourcheck.has_chroma(sigs.chroma, j)
+    refuse, far = np.zeros(i.size, bool), np.zeros(i.size, bool)
+    if fine.any():
+        resid = colourcheck.fine_colour_residual(sigs.sig, sigs.chroma, i[fine], j[fine])
+        coarse = colourcheck.cell_colour_residual(sigs.colour, i[fine], j[fine])
+        # the 8x8 cells' verdict stands unless the fine fit (a white balance's offset, boxes
+        # half a cell apart) explains the pair within the same tolerance
+        turned = colourcheck.hue_turn(sigs.chroma, i[fine], j[fine]) > rules.colour_turn
+        refuse[fine] = (resid > rules.colour_fine) | turned | (
+            (coarse > rules.colour_cell) & (resid > rules.colour_cell))
+        far[fine] = (resid > FINE_APART * rules.colour_fine) | turned
+    if not fine.all():
+        resid = colourcheck.cell_colour_residual(sigs.colour, i[~fine], j[~fine])
+        refuse[~fine] = resid > rules.colour_cell
+        far[~fine] = resid > APART * rules.colour_cell
+    return refuse, far

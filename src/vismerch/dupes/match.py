@@ -13,7 +13,8 @@ are dupes/colourcheck.py's.
   margin (a side that does not touch the frame was not cut, so it lines up with the
   other box's side); sides touching the frame try left/centre/right. Both directions
   (B in A, A in B) are tried and compared at 16x16; the best is then refined in two
-  rounds of small moves and scalings (``REFINE_STEPS``) and scored at 32x32.
+  rounds of small moves and scalings (``REFINE_STEPS``) and scored at 32x32, the crop
+  blurred as the magnified view of the other is (``_as_magnified``).
 * **mirror**: the same search against B flipped left-right. A pair whose mirrored score
   beats its direct one is a mirrored shot, refused unless ``allow_mirror``.
 """
@@ -155,6 +156,7 @@ def _refine(big: np.ndarray, small: np.ndarray, x0: np.ndarray, y0: np.ndarray,
     the best layout + detail in each round."""
     steps = np.array([-1.0, 0.0, 1.0])
     d_s, d_x, d_y = (v.reshape(-1) for v in np.meshgrid(steps, steps, steps, indexing="ij"))
+    small = _as_magnified(small, su, sv)
     plain, detail = _scores(_sample(big, x0[:, None], y0[:, None], su[:, None], sv[:, None],
                                     SIG)[:, 0].reshape(len(big), SIG, SIG), small)
     for step in REFINE_STEPS:
@@ -174,6 +176,30 @@ def _refine(big: np.ndarray, small: np.ndarray, x0: np.ndarray, y0: np.ndarray,
         x0, y0 = np.where(better, cx[rows, pick], x0), np.where(better, cy[rows, pick], y0)
         su, sv = np.where(better, cu[rows, pick], su), np.where(better, cv[rows, pick], sv)
     return plain, detail
+
+
+# A signature cell's own blur (sigma, cells): the resampling Gaussian (signature.BLUR)
+# and the cell's area
+CELL_BLUR = float(np.hypot(0.45, 0.29))
+
+
+def _gauss_rows(sigma: np.ndarray) -> np.ndarray:
+    """(P,) sigmas in cells -> (P, SIG, SIG) row-normalised Gaussian blur matrices."""
+    d = np.arange(SIG)[:, None] - np.arange(SIG)[None, :]
+    w = np.exp(-0.5 * (d[None] / np.maximum(sigma, 1e-3)[:, None, None]) ** 2)
+    return (w / w.sum(axis=2, keepdims=True)).astype(np.float32)
+
+
+def _as_magnified(small: np.ndarray, su: np.ndarray, sv: np.ndarray) -> np.ndarray:
+    """``small`` (P, 32, 32) blurred as the region search's view of the other signature
+    is: that view magnifies a share ``su`` x ``sv`` of it to the whole grid, its cells'
+    blur and the linear interpolation between them with it. Compared unblurred, the
+    sharper crop's fine detail, which the view cannot hold, reads as a difference."""
+    def sigma(share: np.ndarray) -> np.ndarray:
+        var = (CELL_BLUR ** 2 + 1.0 / 6.0) / np.square(np.clip(share, 0.3, 1.0)) - CELL_BLUR ** 2
+        return np.sqrt(np.maximum(var, 0.0))
+    rows, cols = _gauss_rows(sigma(sv)), _gauss_rows(sigma(su))
+    return rows @ small.astype(np.float32) @ cols.transpose(0, 2, 1)
 
 
 def _blur(sig: np.ndarray) -> np.ndarray:
@@ -212,13 +238,15 @@ def touches(box: np.ndarray) -> np.ndarray:
 
 def structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray,
                      i: np.ndarray, j: np.ndarray, *, good_enough: float = 1.0,
-                     mirrored: bool = True) -> tuple[np.ndarray, ...]:
+                     mirrored: bool = True, fine_enough: float = -1.0) -> tuple[np.ndarray, ...]:
     """(layout, detail, mirrored layout, mirrored detail, layout as they are) correlations
     of pairs (i, j), each the best alignment's (see the module docstring); the last is -1
     where the aspect ratios differ. ``frame_aspect`` (N,): each image's width / height in
-    pixels. Pairs whose plain layout correlation reaches ``good_enough`` skip the region
-    search; so does a direction whose smaller box touches no side of its frame (nothing
-    was cut from it: it is the whole product, and can only line up as it is).
+    pixels. Pairs whose plain layout correlation reaches ``good_enough`` and whose detail
+    reaches ``fine_enough`` skip the region search (a box a fraction of a cell off keeps
+    the layout but not the detail: the search's refinement lines it up); so does a
+    direction whose smaller box touches no side of its frame (nothing was cut from it: it
+    is the whole product, and can only line up as it is).
     ``mirrored=False`` leaves the mirrored scores at -1 (half the work)."""
     sig = np.asarray(sig)
     box = np.asarray(box, np.float32)
@@ -237,7 +265,8 @@ def structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray,
         if mirrored:
             best[2], best[3] = np.where(near, _scores(a, fb), -1.0)
         best[4] = best[0]
-        todo = np.flatnonzero((best[0] < good_enough) & (cut[pi] | cut[pj]))
+        todo = np.flatnonzero(((best[0] < good_enough) | (best[1] < fine_enough))
+                              & (cut[pi] | cut[pj]))
         for c in range(0, todo.size, _PAIRS):
             t = todo[c:c + _PAIRS]
             ta, tb = touch[pi[t]], touch[pj[t]]
@@ -369,12 +398,14 @@ def fast_structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.nda
         if q.size:
             unsure = _plain_from_rows(unit, local[i[sl][q]], local[j[sl][q]], at,
                                       out[:, s:s + _FAST_PAIRS], q)
-            exact[s + q] |= unsure | ((out[0, s + q] < at.good_enough) & either_cut[s + q])
+            short = (out[0, s + q] < at.good_enough) | (out[1, s + q] < min(at.detail, default=-1.0))
+            exact[s + q] |= unsure | (short & either_cut[s + q])
     out[4] = out[0]
     redo = np.flatnonzero(exact)
     if redo.size:
         got = structure_scores(sig, box, frame_aspect, i[redo], j[redo],
-                               good_enough=at.good_enough, mirrored=at.mirrored)
+                               good_enough=at.good_enough, mirrored=at.mirrored,
+                               fine_enough=min(at.detail, default=-1.0))
         out[:, redo] = np.stack(got)
     return tuple(out)
 

@@ -23,6 +23,8 @@ class DupRules:
     colour_l: float
     colour_cell: float
     allow_mirror: bool
+    colour_fine: float = 18.0
+    colour_turn: float = 6.0
     structure_plain: float = 0.99  # pairs this close as they are skip the region search
 
     @classmethod
@@ -33,7 +35,8 @@ class DupRules:
                    neighbours=settings.dup_signature_neighbours,
                    colour_ab=settings.dup_colour_ab, colour_ab_share=settings.dup_colour_ab_share,
                    colour_l=settings.dup_colour_l, colour_cell=settings.dup_colour_cell,
-                   allow_mirror=settings.dup_allow_mirror)
+                   allow_mirror=settings.dup_allow_mirror, colour_fine=settings.dup_colour_fine,
+                   colour_turn=settings.dup_colour_turn)
 
 
 @dataclass
@@ -45,6 +48,7 @@ class Signatures:
     colour: np.ndarray  # (N, 8, 8, 3)
     hash: np.ndarray  # (N,) uint64
     frame_aspect: np.ndarray  # (N,) width / height of the original image
+    chroma: np.ndarray | None = None  # (N, 32, 32, 2) uint8; None, or zero rows: not stored
 
     def __len__(self) -> int:
         return len(self.box)

@@ -64,8 +64,9 @@ def _signatures(features: Features, rows: np.ndarray, by_id: dict,
     shas = [by_id[pid].sha256 if pid in by_id else "" for pid in ids]
     aspect = np.array([(by_id[pid].width or 1) / (by_id[pid].height or 1) if pid in by_id
                        else 1.0 for pid in ids], dtype=np.float32)
+    chroma = cols["dup_chroma"][rows] if "dup_chroma" in cols else None  # older shards: none
     sigs = Signatures(cols["dup_box"][rows], cols["dup_sig"][rows], cols["dup_colour"][rows],
-                      cols["dup_hash"][rows].astype(np.uint64), aspect)
+                      cols["dup_hash"][rows].astype(np.uint64), aspect, chroma)
     return sigs, ids, shas
 
 

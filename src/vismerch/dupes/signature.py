@@ -1,7 +1,6 @@
 """Per-image duplicate signatures, invariant to framing and light (issue 11).
 
-Computed by the colour backend from the working-size pixels and stored as columns of its
-shard (1.2 KiB per image):
+Computed by the colour backend from the working-size pixels, stored in its shard (3.2 KiB per image):
 
 * ``dup_box`` float32 (4,): the product's bounding box ``x0, y0, x1, y1`` in frame
   fractions, found on a 128x128 area-averaged copy in two passes: the border's median
@@ -35,6 +34,7 @@ shard (1.2 KiB per image):
 * ``dup_colour`` uint8 (8, 8, 3): CIELAB means of the box's 8x8 cells after the white
   balance is undone (L* x 2.55, a* + 128, b* + 128; ``lab_cells`` reads them): what
   tells a colourway (same shot, another colour) from a light edit of the same photo.
+* ``dup_chroma`` uint8 (32, 32, 2): the a*b* codes of the signature's cells: a thin product's colour.
 * ``dup_hash`` uint64: the 64-bit DCT hash (imagehash's construction) of ``dup_sig``:
   candidates for the framing-invariant comparison come from near hashes.
 """
@@ -78,7 +78,7 @@ AGREE = 1.5  # cells: a product box this close to the frame less its bars on eve
 CLIP_LEVELS = 8.0  # sRGB levels above the backdrop ...
 CLIP_SHARE = 0.05  # ... in more than this share of the box's cells: the backdrop is not its white
 BORDER = 4  # border ring (BOX_GRID cells) the backdrop colour is the median of
-COLUMNS = ("dup_box", "dup_sig", "dup_colour", "dup_hash")
+COLUMNS = ("dup_box", "dup_sig", "dup_colour", "dup_chroma", "dup_hash")
 
 
 def _area(x: torch.Tensor, h: int, w: int) -> torch.Tensor:
@@ -189,10 +189,11 @@ def _beside(mask: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _box_cells(balanced: torch.Tensor) -> torch.Tensor:
+def _box_cells(balanced: torch.Tensor, level: torch.Tensor | float = 255.0) -> torch.Tensor:
     """(B, 4) product box x0, y0, x1, y1 in cells of ``balanced`` (B, 3, G, G): the grid
-    with its white balance undone (the backdrop at 255)."""
-    mass = _coverage((balanced - 255.0).abs_().amax(dim=1))  # (B, G, G)
+    with its white balance undone, the backdrop at ``level`` (255, or (B, 3, 1, 1): a padded
+    photo balanced by its brightest cells has its bars' colour there, not white)."""
+    mass = _coverage((balanced - level).abs_().amax(dim=1))  # (B, G, G)
     x0, x1 = _quantile_span(mass.sum(dim=1))
     y0, y1 = _quantile_span(mass.sum(dim=2))
     return torch.stack([x0, y0, x1, y1], dim=1)
@@ -296,14 +297,16 @@ def box_cells(x: torch.Tensor, planes: torch.Tensor | None = None
         back[busy] = _own_white(small[busy], frame[busy])
     # a dark or coloured backdrop: balanced by it, a lighter product would clip to white
     # and lose its colour; balanced by the box's brightest cells instead
-    back = _unclipped(small, cells, back)
+    ring, back = back, _unclipped(small, cells, back)
     # a new tensor: the caller's planes are left as they were
     balanced = small * (255.0 / back)[:, :, None, None]
-    # where the ring's colour is the border's (most shots), the second pass would find
-    # the same box from the same numbers: only the others are searched again
+    # where the ring's colour is the border's (most shots), the second pass would find the
+    # same box: only the others are searched again; inside bars, from the ring's colour
     redo = ((back != border).any(dim=1) & ~busy).nonzero().squeeze(1)
     if redo.numel():
-        cells = cells.index_copy(0, redo, _box_cells(balanced.index_select(0, redo)))
+        barred = (frame != frame.new_tensor([0, 0, BOX_GRID, BOX_GRID])).any(dim=1, keepdim=True)
+        level = torch.where(barred, ring * (255.0 / back), 255.0).index_select(0, redo)
+        cells = cells.index_copy(0, redo, _box_cells(balanced.index_select(0, redo), level[..., None, None]))
     box = cells / BOX_GRID
     rows, cols = _rows_and_cols(box, BOX_GRID, BOX_GRID)
     content = matmul(matmul(rows[:, None], balanced.clamp_(0, 255)), cols.transpose(1, 2)[:, None])
@@ -458,15 +461,12 @@ def from_cells(box: torch.Tensor, cells: torch.Tensor) -> dict[str, np.ndarray]:
     luma_w = torch.tensor(LUMA, dtype=torch.float32, device=cells.device)
     y = (torch.einsum("bchw,c->bhw", cells, luma_w) / 255.0).clamp(0, 1)
     sig = torch.log(y + LOG_EPS)  # near white, a few levels of gradient or noise are ~0
-    means = _area(cells, COLOUR_CELLS, COLOUR_CELLS).permute(0, 2, 3, 1)
-    colour = _quantise_lab(srgb_to_lab(means.contiguous()))
+    colour = _quantise_lab(srgb_to_lab(_area(cells, COLOUR_CELLS, COLOUR_CELLS).permute(0, 2, 3, 1)))
+    chroma = _quantise_lab(srgb_to_lab(cells.permute(0, 2, 3, 1)))[..., 1:]
     q = ((sig - LOG_LO) / (LOG_HI - LOG_LO) * 255.0).round().clamp(0, 255)
-    return {
-        "dup_box": box.cpu().numpy(),
-        "dup_sig": q.to(torch.uint8).cpu().numpy(),
-        "dup_colour": colour.cpu().numpy(),
-        "dup_hash": pack_bits(phash_bits(q)),
-    }
+    return {"dup_box": box.cpu().numpy(), "dup_sig": q.to(torch.uint8).cpu().numpy(),
+            "dup_colour": colour.cpu().numpy(), "dup_chroma": chroma.contiguous().cpu().numpy(),
+            "dup_hash": pack_bits(phash_bits(q))}
 
 
 # ``dup_colour``'s code: CIELAB x LAB_CODE_SCALE + LAB_CODE_OFFSET, as uint8 (L* x 2.55,
@@ -491,7 +491,7 @@ def empty_columns() -> dict[str, np.ndarray]:
     """The ``COLUMNS`` for zero images."""
     return {"dup_box": np.zeros((0, 4), np.float32), "dup_sig": np.zeros((0, SIG, SIG), np.uint8),
             "dup_colour": np.zeros((0, COLOUR_CELLS, COLOUR_CELLS, 3), np.uint8),
-            "dup_hash": np.zeros((0,), np.uint64)}
+            "dup_chroma": np.zeros((0, SIG, SIG, 2), np.uint8), "dup_hash": np.zeros((0,), np.uint64)}
 
 
 def has_signature(box: np.ndarray) -> np.ndarray:
