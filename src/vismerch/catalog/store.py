@@ -33,6 +33,7 @@ from vismerch.catalog.dbfile import (
     connect_read_only,
     connected,
     damaged,
+    disk_full,
     track,
 )
 from vismerch.catalog.product import ProductFields
@@ -136,7 +137,7 @@ class Store:
             store._migrate()
         except sqlite3.DatabaseError as exc:
             store.close()
-            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:  # not damage
+            if disk_full(exc):  # not damage
                 raise StoreError(
                     f"the disk holding {path} is full ({exc}); the store stays consistent: "
                     "the schema upgrade was rolled back", exit_code=2,
