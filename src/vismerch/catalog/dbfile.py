@@ -4,6 +4,7 @@ treat it as new, and this process's count of open stores per database file."""
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import threading
@@ -49,6 +50,18 @@ def connect_read_only(db_path: Path) -> sqlite3.Connection:
 
 
 _HEADER = b"SQLite format 3\x00"
+
+
+def disk_full(error: BaseException | str) -> bool:
+    """Whether ``error`` says the disk is full: an OSError with ENOSPC, sqlite's SQLITE_FULL,
+    or (a worker's error, which arrives as text) either one's message."""
+    if isinstance(error, str):
+        return "No space left on device" in error or "database or disk is full" in error
+    if getattr(error, "errno", None) == errno.ENOSPC:
+        return True
+    if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        return True
+    return disk_full(str(error))
 
 
 def damaged(db_path: Path, why: object) -> StoreError:

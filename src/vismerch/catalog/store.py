@@ -4,7 +4,8 @@
   every write in a transaction, schema version in ``PRAGMA user_version``);
 - ``features/<backend>/part-*.parquet``: append-only feature shards, written to a temp
   name and renamed, and counted only once a row in ``shards`` names them;
-- ``index/<backend>.faiss``: rebuilt from the shards after each ingest;
+- ``index/<backend>.faiss``: rebuilt from the shards after each ingest (and
+  ``<backend>.white.faiss``, whitened, for a backend that asks: indexes/stored.py);
 - ``thumbs/packs/<name>.pack``: small thumbnails for reports and the UI (JPEG, or WebP with
   ``thumb_format = "webp"``), one pack per ingest task, found through the ``thumbs``
   table (catalog/thumbs.py); stores from before packs keep ``thumbs/<sha256>.jpg`` files.
@@ -33,6 +34,7 @@ from vismerch.catalog.dbfile import (
     connect_read_only,
     connected,
     damaged,
+    disk_full,
     track,
 )
 from vismerch.catalog.product import ProductFields
@@ -136,7 +138,7 @@ class Store:
             store._migrate()
         except sqlite3.DatabaseError as exc:
             store.close()
-            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:  # not damage
+            if disk_full(exc):  # not damage
                 raise StoreError(
                     f"the disk holding {path} is full ({exc}); the store stays consistent: "
                     "the schema upgrade was rolled back", exit_code=2,

@@ -27,6 +27,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from vismerch.catalog.dbfile import disk_full
 from vismerch.catalog.lock import writer_lock
 from vismerch.catalog.shards import drop_broken_shards, read_shard_or_none, remove_orphans
 from vismerch.catalog.sources import ProductRecord, read_source
@@ -85,10 +86,6 @@ def backend_specs(backends: list[str] | tuple[str, ...], options: dict[str, dict
         given = {k: v for k, v in options.get(name, {}).items() if v is not None}
         specs.append(BackendSpec(name, tuple(sorted(given.items())), identity=_identity(name, given)))
     return tuple(specs)
-
-
-def _disk_full(message: str) -> bool:
-    return "No space left on device" in message or "database or disk is full" in message
 
 
 def _make_distributor(settings: Settings, n_workers: int, n_tasks: int):
@@ -286,7 +283,7 @@ def ingest(
                 locked.enter_context(writer_lock(store.path))
             return _ingest_locked(store, run)
         except (OSError, sqlite3.OperationalError) as exc:
-            if not _disk_full(str(exc)) and getattr(exc, "errno", None) != errno.ENOSPC:
+            if not disk_full(exc):
                 raise
             raise StoreError(
                 f"the disk holding {store.path} is full ({exc}); the store stays consistent: every "
@@ -411,7 +408,7 @@ def _run_tasks(store: Store, run: _Run, run_id: int, plan: Any, tally: _Tally,
 
 def _failed(task: Task, error: str, attempts: Counter) -> TaskResult | None:
     """None: try the task again; else the result that refuses its every image."""
-    if _disk_full(error):  # retrying or recording would not help
+    if disk_full(error):  # retrying or recording would not help
         raise OSError(errno.ENOSPC, error.splitlines()[0])
     attempts[task.index] += 1
     if attempts[task.index] < MAX_TASK_ATTEMPTS:
