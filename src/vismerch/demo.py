@@ -39,6 +39,29 @@ def _demo_settings(settings: Settings | None) -> Settings:
     return settings
 
 
+DEMO_OUTPUTS = ("catalog", "store", "report.html")  # what a demo writes under its folder
+
+
+def clear_previous_demo(out: Path) -> None:
+    """A demo starts from scratch: a previous demo's outputs in ``out`` are removed (its week
+    of traffic would clash with the new one's); a store there that no demo made is refused."""
+    import shutil
+
+    from vismerch.errors import UsageError
+
+    if not (out / "store").exists():
+        return
+    if not (out / "catalog" / "truth.json").exists():
+        raise UsageError(f"{out} holds a store that is not a demo's; the demo will not overwrite it",
+                         hint="give the demo another folder with --out")
+    for name in DEMO_OUTPUTS:
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
 def run_demo(
     n: int = 600,
     out: str | os.PathLike = "demo-output",
@@ -54,6 +77,7 @@ def run_demo(
     from vismerch.sample.evaluate import score_against_truth
 
     out = Path(out)
+    clear_previous_demo(out)
     settings = _demo_settings(settings)
     started = time.perf_counter()
     catalog = generate_catalog(out / "catalog", n=n, seed=seed)
