@@ -348,12 +348,13 @@ def _threshold_groups(ids: list[str], sim: np.ndarray, at: float) -> list[list[s
 
 def duplicates(root: Path, truth: dict, ids: list[str], cols: dict, hist: np.ndarray) -> dict:
     from dup_eval import ours, phash_distances, phash_groups
-    from vismerch.sample.evaluate import duplicate_scores
+    from vismerch.sample.evaluate import duplicate_scores, merged_pairs
 
     result = {}
     groups, seconds = ours(ids, cols)
+    colourways = [truth["products"][a]["stamp"] for a, _ in merged_pairs(truth, groups, "colourway_pairs")]
     result["vismerch"] = {**duplicate_scores(truth, groups), "by_photo": by_kind(truth, groups),
-                          "seconds": round(seconds, 2)}
+                          "colourways_merged": colourways, "seconds": round(seconds, 2)}
     dist = phash_distances(root, truth, ids)
     result["phash_6"] = duplicate_scores(truth, phash_groups(ids, dist, 6))
     best = max(range(0, 21), key=lambda t: duplicate_scores(truth, phash_groups(ids, dist, t))

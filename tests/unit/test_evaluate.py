@@ -122,7 +122,7 @@ def _dup_truth() -> dict:
 
 
 def test_duplicate_scores_by_edit_and_lookalike_merges():
-    from vismerch.sample.evaluate import duplicate_scores
+    from vismerch.sample.evaluate import duplicate_scores, merged_pairs
 
     truth = _dup_truth()
     # a-h (a symmetric product's mirror image) counts neither way; a-f is a colourway merge
@@ -137,6 +137,9 @@ def test_duplicate_scores_by_edit_and_lookalike_merges():
     merged = duplicate_scores(truth, [["a", "b", "c", "f"], ["d", "e", "g"]])
     assert merged["colourway_merges"] == 1 and merged["mirror_merges"] == 1
     assert merged["duplicate_recall"] == 1.0
+    groups = [["a", "b", "c", "f"], ["d", "e"], ["g"]]  # which look-alikes merged, by name
+    assert merged_pairs(truth, groups, "colourway_pairs") == [("a", "f")]
+    assert merged_pairs(truth, groups, "mirror_pairs") == []
 
 
 def test_copies_without_quality_truth_are_not_scored_for_quality():

@@ -79,18 +79,24 @@ def duplicate_scores(truth: Mapping, predicted_dup_groups: Iterable[Iterable[str
         counts = by_edit.setdefault(_edit_name(products, pair), [0, 0])
         counts[0] += pair in pred_pairs
         counts[1] += 1
-    group_of = {pid: k for k, g in enumerate(groups) for pid in g}
-
-    def merged(pairs) -> int:
-        return sum(1 for a, b in pairs if a in group_of and group_of.get(b) == group_of[a])
+    def merged(key: str) -> int:
+        return len(merged_pairs(truth, groups, key))
 
     return {"duplicate_pairs_true": len(true_pairs), "duplicate_pairs_predicted": len(pred_pairs),
             "duplicate_precision": p, "duplicate_recall": r, "duplicate_f1": f,
             "duplicate_recall_by_edit": dict(sorted(by_edit.items())),
             "colourway_pairs": len(truth.get("colourway_pairs", [])),
-            "colourway_merges": merged(truth.get("colourway_pairs", [])),
+            "colourway_merges": merged("colourway_pairs"),
             "mirror_pairs": len(truth.get("mirror_pairs", [])),
-            "mirror_merges": merged(truth.get("mirror_pairs", []))}
+            "mirror_merges": merged("mirror_pairs")}
+
+
+def merged_pairs(truth: Mapping, predicted_dup_groups: Iterable[Iterable[str]],
+                 key: str) -> list[tuple[str, str]]:
+    """The truth's ``key`` pairs (``colourway_pairs``, ``mirror_pairs``) that were predicted
+    in one group: the look-alikes that should have stayed apart."""
+    group_of = {str(pid): k for k, g in enumerate(predicted_dup_groups) for pid in g}
+    return [(a, b) for a, b in truth.get(key, []) if a in group_of and group_of.get(b) == group_of[a]]
 
 
 def _norm(name: str | None) -> str | None:
