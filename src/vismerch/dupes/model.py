@@ -23,8 +23,8 @@ class DupRules:
     colour_l: float
     colour_cell: float
     allow_mirror: bool
-    colour_fine: float = 18.0
-    colour_turn: float = 6.0
+    colour_fine: float
+    colour_turn: float
     structure_plain: float = 0.99  # pairs this close as they are skip the region search
 
     @classmethod

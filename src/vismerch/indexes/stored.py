@@ -71,14 +71,18 @@ def _meta(backend: str, fingerprint: str | None, whitened: bool) -> dict[str, An
     return meta
 
 
+def _build(backend: str, features: Any, settings: Settings | None, whitened: bool):
+    """One backend's index over its ``Features``, whitened or not, its meta saying which."""
+    return build_index(index_vectors(backend, features.vectors, whitened), features.ids, settings,
+                       meta=_meta(backend, features.fingerprint, whitened))
+
+
 def backend_indexes(backend: str, features: Any, settings: Settings) -> dict[str, Any]:
     """{index name: VectorIndex} of one backend's ``Features``: its own, and where the
     backend asks for it (``BackendInfo.whiten``) a whitened one named ``backend + WHITE``."""
-    out = {backend: build_index(features.vectors, features.ids, settings,
-                                meta=_meta(backend, features.fingerprint, False))}
+    out = {backend: _build(backend, features, settings, False)}
     if wants_whitening(backend):
-        out[backend + WHITE] = build_index(index_vectors(backend, features.vectors, True), features.ids,
-                                           settings, meta=_meta(backend, features.fingerprint, True))
+        out[backend + WHITE] = _build(backend, features, settings, True)
     return out
 
 
@@ -97,9 +101,8 @@ def similarity_index(store: Store, backend: str | None = None, settings: Setting
         index = load_index(store.path / "index", name, settings)
     except StoreError:
         index = None
-    if index is not None and (index.meta or {}).get("fingerprint") in newest and \
-            index.meta.get("whiten") == _meta(backend, None, whitened).get("whiten"):
+    meta = (index.meta or {}) if index is not None else {}
+    want = _meta(backend, None, whitened).get("whiten")
+    if index is not None and meta.get("fingerprint") in newest and meta.get("whiten") == want:
         return index
-    features = store.load_features(backend)
-    return build_index(index_vectors(backend, features.vectors, whitened), features.ids, settings,
-                       meta=_meta(backend, features.fingerprint, whitened))
+    return _build(backend, store.load_features(backend), settings, whitened)

@@ -79,16 +79,13 @@ def duplicate_scores(truth: Mapping, predicted_dup_groups: Iterable[Iterable[str
         counts = by_edit.setdefault(_edit_name(products, pair), [0, 0])
         counts[0] += pair in pred_pairs
         counts[1] += 1
-    def merged(key: str) -> int:
-        return len(merged_pairs(truth, groups, key))
-
     return {"duplicate_pairs_true": len(true_pairs), "duplicate_pairs_predicted": len(pred_pairs),
             "duplicate_precision": p, "duplicate_recall": r, "duplicate_f1": f,
             "duplicate_recall_by_edit": dict(sorted(by_edit.items())),
             "colourway_pairs": len(truth.get("colourway_pairs", [])),
-            "colourway_merges": merged("colourway_pairs"),
+            "colourway_merges": len(merged_pairs(truth, groups, "colourway_pairs")),
             "mirror_pairs": len(truth.get("mirror_pairs", [])),
-            "mirror_merges": merged("mirror_pairs")}
+            "mirror_merges": len(merged_pairs(truth, groups, "mirror_pairs"))}
 
 
 def merged_pairs(truth: Mapping, predicted_dup_groups: Iterable[Iterable[str]],
