@@ -124,3 +124,46 @@ def test_a_scene_with_no_product_found_still_weights_the_frame_by_its_centre():
     assert not bool(replaced[0]) and bool(out[0].all())
     assert float(weight[0, g // 2, g // 2]) > 2 * float(weight[0, 0, 0])
     assert float(weight[0, g // 2, g // 2]) > 2 * float(weight[0, g // 2, 0])
+
+
+def _sky_over_land(product_rgb, radius, seed):
+    """A 256 px frame: a pale sky over the top 65%, darker land below, a product disc of
+    ``radius`` px in the centre. Most of the border is sky, so a backdrop mask keeps the
+    land and the product and leaves most of the frame out."""
+    rng = np.random.default_rng(seed)
+    img = np.empty((256, 256, 3), np.float32)
+    img[:] = np.linspace((185, 205, 235), (235, 238, 240), 256)[:, None, :]  # a sky's gradient
+    img[166:] = (70, 95, 60)
+    img[215:, : int(rng.uniform(60, 200))] = (120, 125, 130)  # a road along the bottom
+    img += rng.normal(0, 4, img.shape)
+    yy, xx = np.mgrid[:256, :256]
+    img[(yy - 128) ** 2 + (xx - 128) ** 2 < radius**2] = product_rgb
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def test_a_product_before_a_sky_and_land_is_named_by_its_own_colour():
+    """The backdrop mask covers under half the frame (the sky passes for a backdrop), but
+    the border is no uniform backdrop and the mask runs along the frame's edge: a scene."""
+    from vismerch.features.colour import ColourBackend, colour_names
+
+    images = np.stack([_sky_over_land((200, 30, 40), 34, s) for s in (1, 2)])
+    cols = ColourBackend("cpu").encode_images(torch.from_numpy(images)).columns
+    for named in colour_names(cols["palette_lab"], cols["palette_weight"]):
+        assert named[0].name == "red"
+        assert named[0].weight > 0.8
+
+
+def test_a_small_product_in_a_scene_is_named_by_its_own_colour():
+    """A product covering about 2% of a scene frame is still found and named, not the
+    scene around it."""
+    from vismerch.features.colour import ColourBackend, colour_names
+
+    images = np.stack([_scene((200, 30, 40), s) for s in (7, 8)])
+    yy, xx = np.mgrid[:256, :256]
+    for img in images:  # shrink the product disc of _scene to a 20 px radius
+        ring = ((yy - 128) ** 2 + (xx - 128) ** 2 < 60**2) & ((yy - 128) ** 2 + (xx - 128) ** 2 >= 20**2)
+        img[ring] = _scene((0, 0, 0), 9)[ring]
+    cols = ColourBackend("cpu").encode_images(torch.from_numpy(images)).columns
+    for named in colour_names(cols["palette_lab"], cols["palette_weight"]):
+        assert named[0].name == "red"
+        assert named[0].weight > 0.6

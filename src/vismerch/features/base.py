@@ -59,7 +59,7 @@ def fingerprint_key(fingerprint: dict[str, Any]) -> str:
 # Version of the built-in colour backend's features, here (not in colour.py, which imports
 # torch) so the ingest planner can tell old features from new without loading the backend:
 # bump it whenever the colour features change and stores re-feature on their next ingest.
-COLOUR_VERSION = 9  # 3: the palette leaves out thin dark outlines; 4: anti-aliased duplicate
+COLOUR_VERSION = 10  # 3: the palette leaves out thin dark outlines; 4: anti-aliased duplicate
 #                      signatures, small boxes resampled from the pixels (dupes/signature.py);
 #                      5: duplicate boxes from product mass in proportion to cell coverage;
 #                      6: photos without a backdrop boxed by the frame less its bars, and
@@ -67,6 +67,8 @@ COLOUR_VERSION = 9  # 3: the palette leaves out thin dark outlines; 4: anti-alia
 #                      7: the palette of a scene photo from its product (features/foreground.py)
 #                      8: a scene's product mask seeded at the frame's centre (foreground.py)
 #                      9: the duplicate box's a*b* at 32x32 (``dup_chroma``, dupes/signature.py)
+#                      10: a busy border with the mask along the edge is a scene; smaller
+#                          scene products kept (foreground.py)
 
 @dataclass(frozen=True)
 class BackendInfo:

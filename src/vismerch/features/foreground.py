@@ -3,12 +3,13 @@ full-bleed shot): a foreground mask for the colour backend's 64x64 CIELAB grid.
 
 The colour backend's own mask takes every cell far from the border's median colour; on a
 studio backdrop that is the product, in a scene it is most of the scene. A frame is a
-scene when that mask covers over ``SCENE_FILL`` of the frame and the border is not a
-studio's uniform backdrop (``background_clutter`` over ``STUDIO_CLUTTER``: no backdrop was
-found), or when it covers under ``CENTRE_MIN`` of the centre box but over ``EDGE_MIN`` of
-the frame's edge (the "backdrop" was a full-bleed product's own colour all round the
-border, the "product" the scene beside it). Clutter alone is no guide: a defocused scene
-is smooth, an under-exposed studio shot noisy. There, with the two background priors of
+scene when the border is not a studio's uniform backdrop (``background_clutter`` over
+``STUDIO_CLUTTER``) and that mask covers over ``SCENE_FILL`` of the frame or over
+``EDGE_MIN`` of the frame's edge (part of the border stands apart from the rest: a sky
+above a landscape), or when it covers under ``CENTRE_MIN`` of the centre box but over
+``EDGE_MIN`` of the edge (the "backdrop" was a full-bleed product's own colour all round
+the border, the "product" the scene beside it). Clutter alone is no guide: a defocused
+scene is smooth, an under-exposed studio shot noisy. There, with the two background priors of
 salient-object detection (the frame's border is scene; the scene is smoother than the
 product's outline, Wei et al. 2012, "Geodesic saliency using background priors"):
 
@@ -58,7 +59,7 @@ SHRINK = 2  # the scene's grid: 64 / SHRINK cells a side
 RING = 1  # cells of that grid (1/32 of the frame, the backend's border ring)
 CENTRE = (0.3, 0.7)  # the centre box, as fractions of each side
 SEED = 1 / 16  # the product's seed: the frame's centre, this share of each side (2 cells)
-MIN_SCENE_FILL = 0.03
+MIN_SCENE_FILL = 0.01  # of the frame: ~10 cells of the scene grid still name a colour
 CENTRE_SIGMA = 0.25  # the centre prior's spread, in frame sides
 _EIGHT = np.ones((3, 3), dtype=bool)
 
@@ -71,13 +72,7 @@ def scene_mask(lab: torch.Tensor, mask: torch.Tensor, clutter: torch.Tensor
     colour spread (B,) (``quality.background_stats``). In a replaced row the
     border's median colour is no backdrop: the product's pixels may match it."""
     g = mask.shape[1]
-    lo, hi = round(CENTRE[0] * g), round(CENTRE[1] * g)
-    inside = mask[:, lo:hi, lo:hi].float().mean(dim=(1, 2))
-    edge = mask.clone()
-    edge[:, 2:-2, 2:-2] = False
-    on_edge = edge.float().sum(dim=(1, 2)) / (4 * 2 * (g - 2))
-    big = (mask.float().mean(dim=(1, 2)) > SCENE_FILL) & (clutter > STUDIO_CLUTTER)
-    scene = big | ((inside < CENTRE_MIN) & (on_edge > EDGE_MIN))
+    scene = is_scene(mask, clutter)
     weight = torch.ones(mask.shape, device=mask.device)
     replaced = torch.zeros_like(scene)
     if not bool(scene.any()):
@@ -96,6 +91,19 @@ def scene_mask(lab: torch.Tensor, mask: torch.Tensor, clutter: torch.Tensor
             out[i] = torch.from_numpy(found).to(mask.device)
             replaced[i] = True
     return out, weight, replaced
+
+
+def is_scene(mask: torch.Tensor, clutter: torch.Tensor) -> torch.Tensor:
+    """(B,) bool: which frames of the backdrop ``mask`` (B, G, G) are no studio shot."""
+    g = mask.shape[1]
+    lo, hi = round(CENTRE[0] * g), round(CENTRE[1] * g)
+    inside = mask[:, lo:hi, lo:hi].float().mean(dim=(1, 2))
+    edge = mask.clone()
+    edge[:, 2:-2, 2:-2] = False
+    on_edge = edge.float().sum(dim=(1, 2)) / (4 * 2 * (g - 2))
+    busy = clutter > STUDIO_CLUTTER
+    big = (mask.float().mean(dim=(1, 2)) > SCENE_FILL) & busy
+    return big | ((inside < CENTRE_MIN) & (on_edge > EDGE_MIN)) | (busy & (on_edge > EDGE_MIN))
 
 
 def _one_scene(lab: np.ndarray) -> np.ndarray:
