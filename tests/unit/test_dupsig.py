@@ -520,3 +520,19 @@ def test_a_dull_products_hue_turned_round_is_apart():
     assert got.apart.tolist() == [True, False]
     blind = dataclasses.replace(RULES, colour_turn=float("inf"))
     assert judge(sigs, i, j, blind).ok.tolist() == [True, True]  # ΔE alone: merged
+
+
+def test_a_crop_of_a_colourway_is_apart_a_crop_of_the_photo_is_not():
+    """A crop of the thin product's colourway lines up only through the crop search, where
+    no cell lines up as it is: its hue, compared with the part of the original it shows,
+    is turned round, so it is refused and kept apart; the same crop of the photo itself is
+    a duplicate."""
+    from vismerch.dupes.confirm import judge
+
+    img, other = _bar_scene((200, 30, 30)), _bar_scene((30, 60, 200))
+    for seed, centred in ((0, True), (1, False)):
+        copy = edits.crop(img, np.random.default_rng(seed), centred=centred)
+        colourway = edits.crop(other, np.random.default_rng(seed), centred=centred)
+        got = judge(_sigs([img, colourway, copy]), np.array([0, 0]), np.array([1, 2]), RULES)
+        assert got.ok.tolist() == [False, True]
+        assert got.apart.tolist() == [True, False]

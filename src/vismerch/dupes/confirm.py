@@ -13,8 +13,10 @@ recolours part of the product, or a thin product) and no hue turned round
 A pair lined up as it is whose cells differ by more than ``APART`` times ``colour_cell``
 (``FINE_APART`` times ``colour_fine``), or whose hue turned, is
 clearly another colour of the same shot (a colourway): such pairs are kept ``apart``, so
-that no chain of other matches (a crop of one matching the other, where the cells cannot be
-compared cell for cell) joins them in one group (dupes/groups.py ``split_apart``).
+that no chain of other matches joins them in one group (dupes/groups.py ``split_apart``).
+A crop (lined up by the region search only) is compared with the part of the original it
+shows, resampled the same way: a hue turned round by more than ``colour_turn`` there is a
+crop of a colourway, refused and kept apart too.
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ CROP_GAIN = 0.01
 class Verdicts:
     """Per candidate pair: ``ok`` (a duplicate), ``score`` (its layout score; -1 where the
     colour rules refused it), ``strength`` (the score, plus 2 when the pair lined up as it
-    is: its colour cells were compared too) and ``apart`` (the same layout lined up as it
-    is, but clearly another colour)."""
+    is: its colour cells were compared too) and ``apart`` (the same layout, as it is or
+    cropped, but clearly another colour)."""
 
     ok: np.ndarray
     score: np.ndarray
@@ -93,12 +95,44 @@ def judge(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules) -> Ve
             apart[check[aligned]] = same_shot & far
             lined_up[check[aligned]] = True
             plain[aligned[refuse]] = -1.0
+        cropped = np.ones(check.size, bool)
+        cropped[aligned] = False
+        if rules.allow_mirror:
+            cropped &= ~mirrored
+        cropped = np.flatnonzero(cropped & _layout_ok(plain, fine, rules))
+        if cropped.size and sigs.chroma is not None:
+            turned = _crop_turned(sigs, i[check][cropped], j[check][cropped], rules)
+            apart[check[cropped[turned]]] = True
+            plain[cropped[turned]] = -1.0
         score[check], detail[check] = plain, fine
     other = np.flatnonzero(~same_colour)
     if other.size:  # another mean colour: apart too when the same shot lines up as it is
         apart[other] = _apart_as_is(sigs, i[other], j[other], rules)
     ok = _layout_ok(score, detail, rules)
     return Verdicts(ok, score, np.where(lined_up, score + 2.0, score), apart)
+
+
+def _crop_turned(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules
+                 ) -> np.ndarray:
+    """bool per pair the region search lines up (a crop): the crop's hue is turned round
+    against the part of the original it shows (``colour_turn``): a crop of a colourway."""
+    turned = np.zeros(i.size, bool)
+    both = np.flatnonzero(colourcheck.has_chroma(sigs.chroma, i)
+                          & colourcheck.has_chroma(sigs.chroma, j))
+    if not both.size:
+        return turned
+    big, small, where = match.crop_regions(sigs.sig, sigs.box, sigs.frame_aspect, i[both],
+                                           j[both])
+    found = np.flatnonzero(~np.isnan(where[:, 0]))
+    if not found.size:
+        return turned
+    chroma = np.asarray(sigs.chroma, np.float32)
+    grids = np.concatenate([match.region_view(chroma[big[found]], where[found]),
+                            match.crop_view(chroma[small[found]], where[found])])
+    n = found.size
+    turn = colourcheck.hue_turn(grids, np.arange(n), n + np.arange(n))
+    turned[both[found]] = turn > rules.colour_turn
+    return turned
 
 
 def _apart_as_is(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules,

@@ -107,8 +107,11 @@ def _sample(sig: np.ndarray, x0: np.ndarray, y0: np.ndarray, sx: np.ndarray, sy:
 
 
 def _region(big: np.ndarray, small: np.ndarray, aspect_big: np.ndarray,
-            aspect_small: np.ndarray, touch_small: np.ndarray) -> np.ndarray:
-    """Best NCC of ``small`` (P, 32, 32) against sub-rectangles of ``big``."""
+            aspect_small: np.ndarray, touch_small: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(layout, detail, the sub-rectangle (P, 4): x0, y0, width, height as box fractions,
+    NaN where none fits) of ``small`` (P, 32, 32)'s best match among sub-rectangles of
+    ``big``."""
     scale_idx, anchors = _candidates()
     su = SCALES[scale_idx][None, :].repeat(len(big), 0)  # (P, C)
     sv = su * (aspect_big / aspect_small)[:, None]
@@ -128,11 +131,11 @@ def _region(big: np.ndarray, small: np.ndarray, aspect_big: np.ndarray,
     y0 = np.where(av == 0, 0.0, np.where(av == 1, (1 - sv) / 2, 1 - sv))
     # only the valid (pair, candidate) entries are sampled: most pairs allow a few
     pair, cand = np.nonzero(ok)
-    rows = np.arange(len(big))
     plain = np.full(len(big), -1.0, np.float32)
     detail = np.full(len(big), -1.0, np.float32)
+    where = np.full((len(big), 4), np.nan, np.float32)
     if not pair.size:
-        return plain, detail
+        return plain, detail, where
     x0, y0, su, sv = (v[pair, cand] for v in (x0, y0, su, sv))
     target = _unit(_shrink(small, G).reshape(len(small), -1))
     got = _unit(_sample(big[pair], x0[:, None], y0[:, None], su[:, None], sv[:, None], G)[:, 0])
@@ -141,15 +144,15 @@ def _region(big: np.ndarray, small: np.ndarray, aspect_big: np.ndarray,
     first = order[np.r_[True, pair[order][1:] != pair[order][:-1]]]
     found = pair[first]
     # the chosen sub-rectangle, refined, at full resolution: layout and detail scores
-    plain[found], detail[found] = _refine(big[found], small[found], x0[first], y0[first],
-                                          su[first], sv[first])
-    del rows
-    return plain, detail
+    plain[found], detail[found], where[found] = _refine(big[found], small[found], x0[first],
+                                                        y0[first], su[first], sv[first])
+    return plain, detail, where
 
 
 def _refine(big: np.ndarray, small: np.ndarray, x0: np.ndarray, y0: np.ndarray,
-            su: np.ndarray, sv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(layout, detail) of ``small`` against the sub-rectangle of ``big`` found on the
+            su: np.ndarray, sv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(layout, detail, the refined sub-rectangle (P, 4)) of ``small`` against the
+    sub-rectangle of ``big`` found on the
     search grid, moved and scaled by up to ``REFINE_STEPS``' sums (a crop's true scale lies
     between two of ``SCALES``, and its position between anchors when the crop is not
     centred: a quarter of a signature cell off costs the detail score most), keeping
@@ -175,7 +178,7 @@ def _refine(big: np.ndarray, small: np.ndarray, x0: np.ndarray, y0: np.ndarray,
         detail = np.where(better, det[rows, pick], detail)
         x0, y0 = np.where(better, cx[rows, pick], x0), np.where(better, cy[rows, pick], y0)
         su, sv = np.where(better, cu[rows, pick], su), np.where(better, cv[rows, pick], sv)
-    return plain, detail
+    return plain, detail, np.stack([x0, y0, su, sv], axis=1)
 
 
 # A signature cell's own blur (sigma, cells): the resampling Gaussian (signature.BLUR)
@@ -236,6 +239,50 @@ def touches(box: np.ndarray) -> np.ndarray:
                      box[:, 3] >= 1 - TOUCH], axis=1)
 
 
+def box_aspect(box: np.ndarray, frame_aspect: np.ndarray) -> np.ndarray:
+    """(N,) width / height of each (N, 4) box in pixels (``frame_aspect``: the frame's)."""
+    return (box[:, 2] - box[:, 0]) * frame_aspect / np.maximum(box[:, 3] - box[:, 1], 1e-3)
+
+
+def crop_regions(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray, i: np.ndarray,
+                 j: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the original of each pair (i, j), its crop, the original's sub-rectangle the crop
+    shows (P, 4): x0, y0, width, height as box fractions; NaN where neither box was cut),
+    by the region search, unmirrored, in whichever direction lines up better."""
+    box = np.asarray(box, np.float32)
+    aspect, touch = box_aspect(box, frame_aspect), touches(box)
+    cut = touch.any(axis=1)
+    big, small = i.copy(), j.copy()
+    where = np.full((i.size, 4), np.nan, np.float32)
+    for s in range(0, i.size, _PAIRS):
+        pi, pj = i[s:s + _PAIRS], j[s:s + _PAIRS]
+        a, b = np.asarray(sig)[pi].astype(np.float32), np.asarray(sig)[pj].astype(np.float32)
+        in_a = _region(a, b, aspect[pi], aspect[pj], touch[pj])  # j a crop of i
+        in_b = _region(b, a, aspect[pj], aspect[pi], touch[pi])
+        score_a = np.where(cut[pj], in_a[0] + in_a[1], -np.inf)
+        score_b = np.where(cut[pi], in_b[0] + in_b[1], -np.inf)
+        flip = score_b > score_a
+        big[s:s + _PAIRS] = np.where(flip, pj, pi)
+        small[s:s + _PAIRS] = np.where(flip, pi, pj)
+        where[s:s + _PAIRS] = np.where(flip[:, None], in_b[2], in_a[2])
+        where[s:s + _PAIRS][np.isinf(np.maximum(score_a, score_b))] = np.nan
+    return big, small, where
+
+
+def region_view(grid: np.ndarray, where: np.ndarray) -> np.ndarray:
+    """(P, 32, 32, C) grids of the originals -> their sub-rectangles ``where`` at 32x32."""
+    x0, y0, su, sv = (where[:, k:k + 1] for k in range(4))
+    planes = [_sample(grid[..., c], x0, y0, su, sv, SIG)[:, 0].reshape(len(grid), SIG, SIG)
+              for c in range(grid.shape[-1])]
+    return np.stack(planes, axis=-1)
+
+
+def crop_view(grid: np.ndarray, where: np.ndarray) -> np.ndarray:
+    """(P, 32, 32, C) grids of the crops, blurred as ``region_view`` magnifies the originals'."""
+    planes = [_as_magnified(grid[..., c], where[:, 2], where[:, 3]) for c in range(grid.shape[-1])]
+    return np.stack(planes, axis=-1)
+
+
 def structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray,
                      i: np.ndarray, j: np.ndarray, *, good_enough: float = 1.0,
                      mirrored: bool = True, fine_enough: float = -1.0) -> tuple[np.ndarray, ...]:
@@ -250,7 +297,7 @@ def structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray,
     ``mirrored=False`` leaves the mirrored scores at -1 (half the work)."""
     sig = np.asarray(sig)
     box = np.asarray(box, np.float32)
-    aspect = (box[:, 2] - box[:, 0]) * frame_aspect / np.maximum(box[:, 3] - box[:, 1], 1e-3)
+    aspect = box_aspect(box, frame_aspect)
     touch = touches(box)
     cut = touch.any(axis=1)
     out = np.full((5, i.size), -1.0, np.float32)
@@ -380,7 +427,7 @@ def fast_structure_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.nda
     if not i.size:
         return tuple(out)
     box = np.asarray(box, np.float32)
-    aspect = (box[:, 2] - box[:, 0]) * frame_aspect / np.maximum(box[:, 3] - box[:, 1], 1e-3)
+    aspect = box_aspect(box, frame_aspect)
     cut = touches(box).any(axis=1)
     # unit rows of the images the pairs name only (an incremental search names few)
     used = np.zeros(len(sig), bool)
@@ -441,7 +488,7 @@ def as_is_scores(sig: np.ndarray, box: np.ndarray, frame_aspect: np.ndarray, i: 
     plain = np.full(i.size, -1.0, np.float32)
     fine = np.full(i.size, -1.0, np.float32)
     box = np.asarray(box, np.float32)
-    aspect = (box[:, 2] - box[:, 0]) * frame_aspect / np.maximum(box[:, 3] - box[:, 1], 1e-3)
+    aspect = box_aspect(box, frame_aspect)
     near = np.flatnonzero(np.abs(np.log(aspect[i] / aspect[j])) <= PLAIN_ASPECT)
     if near.size:
         rows, local = np.unique(np.concatenate([i[near], j[near]]), return_inverse=True)
