@@ -126,9 +126,11 @@ def _crop_turned(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules
     found = np.flatnonzero(~np.isnan(where[:, 0]))
     if not found.size:
         return turned
-    chroma = np.asarray(sigs.chroma, np.float32)
-    grids = np.concatenate([match.region_view(chroma[big[found]], where[found]),
-                            match.crop_view(chroma[small[found]], where[found])])
+    # only the pairs' rows are read: the column is a store-wide memory map (2 KiB an image)
+    originals = np.asarray(sigs.chroma[big[found]], np.float32)
+    crops = np.asarray(sigs.chroma[small[found]], np.float32)
+    grids = np.concatenate([match.region_view(originals, where[found]),
+                            match.crop_view(crops, where[found])])
     n = found.size
     turn = colourcheck.hue_turn(grids, np.arange(n), n + np.arange(n))
     turned[both[found]] = turn > rules.colour_turn
