@@ -152,11 +152,10 @@ def _region(big: np.ndarray, small: np.ndarray, aspect_big: np.ndarray,
 def _refine(big: np.ndarray, small: np.ndarray, x0: np.ndarray, y0: np.ndarray,
             su: np.ndarray, sv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(layout, detail, the refined sub-rectangle (P, 4)) of ``small`` against the
-    sub-rectangle of ``big`` found on the
-    search grid, moved and scaled by up to ``REFINE_STEPS``' sums (a crop's true scale lies
-    between two of ``SCALES``, and its position between anchors when the crop is not
-    centred: a quarter of a signature cell off costs the detail score most), keeping
-    the best layout + detail in each round."""
+    sub-rectangle of ``big`` found on the search grid, moved and scaled by up to
+    ``REFINE_STEPS``' sums (a crop's true scale lies between two of ``SCALES``, and its
+    position between anchors when the crop is not centred: a quarter of a signature cell
+    off costs the detail score most), keeping the best layout + detail in each round."""
     steps = np.array([-1.0, 0.0, 1.0])
     d_s, d_x, d_y = (v.reshape(-1) for v in np.meshgrid(steps, steps, steps, indexing="ij"))
     small = _as_magnified(small, su, sv)
