@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vismerch.dupes.signature import LAB_CODE_OFFSET, LAB_CODE_SCALE, LOG_EPS, LOG_HI, LOG_LO, lab_cells
+from vismerch.dupes.signature import LAB_CODE_OFFSET, LAB_CODE_SCALE, ab_cells, lab_cells, luma_cells
 
 _BLOCK = 65_536  # rows per block of the whole-catalog pass: bounded temporaries
 
@@ -109,13 +109,6 @@ def has_chroma(chroma: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
     return np.asarray(chroma[rows]).reshape(len(rows), -1).any(axis=1)
 
 
-def _lightness(sig: np.ndarray) -> np.ndarray:
-    """uint8 log-luma signatures -> luma x 100 (on L*'s scale: what a light edit moves)."""
-    step = np.float32((LOG_HI - LOG_LO) / 255.0)
-    y = np.exp(np.float32(LOG_LO) + np.asarray(sig, np.float32) * step) - np.float32(LOG_EPS)
-    return np.clip(y, 0.0, 1.0) * np.float32(100.0)
-
-
 def _half_shifts(x: np.ndarray) -> np.ndarray:
     """(P, S, S, C) -> (9, P, S, S, C): ``x`` moved by -1/2, 0 and +1/2 cell along each axis
     (linear interpolation, edges repeated): boxes placed a fraction of a cell apart."""
@@ -139,9 +132,8 @@ def fine_colour_residual(sig: np.ndarray, chroma: np.ndarray, i: np.ndarray, j: 
     out = np.zeros(len(i), np.float32)
     for s in range(0, len(i), block):
         pi, pj = i[s:s + block], j[s:s + block]
-        la, lb = _lightness(sig[pi]), _lightness(sig[pj])
-        ca = np.asarray(chroma[pi], np.float32) - np.float32(128.0)
-        cb = np.asarray(chroma[pj], np.float32) - np.float32(128.0)
+        la, lb = luma_cells(sig[pi]), luma_cells(sig[pj])
+        ca, cb = ab_cells(chroma[pi]), ab_cells(chroma[pj])
         n = len(pi)
         a, b = la.reshape(n, -1), lb.reshape(n, -1)
         da, db = a - a.mean(1, keepdims=True), b - b.mean(1, keepdims=True)
@@ -168,8 +160,8 @@ def hue_turn(chroma: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     mean a*b* shift (a white balance) is taken out; cells under ``TURN_CHROMA`` in either
     count nothing. A hue turned by 90 degrees at chroma 10 scores 10; true copies on the
     real-photo and OpenMoji sets stay under 3.5."""
-    a = np.asarray(chroma[i], np.float32).reshape(len(i), -1, 2) - np.float32(128.0)
-    b = np.asarray(chroma[j], np.float32).reshape(len(j), -1, 2) - np.float32(128.0)
+    a = ab_cells(chroma[i]).reshape(len(i), -1, 2)
+    b = ab_cells(chroma[j]).reshape(len(j), -1, 2)
     b = b - (b.mean(axis=1, keepdims=True) - a.mean(axis=1, keepdims=True))
     na, nb = np.linalg.norm(a, axis=2), np.linalg.norm(b, axis=2)
     cos = (a * b).sum(axis=2) / np.maximum(na * nb, 1e-6)

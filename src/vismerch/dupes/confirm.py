@@ -100,7 +100,7 @@ def judge(sigs: Signatures, i: np.ndarray, j: np.ndarray, rules: DupRules) -> Ve
         if rules.allow_mirror:
             cropped &= ~mirrored
         cropped = np.flatnonzero(cropped & _layout_ok(plain, fine, rules))
-        if cropped.size and sigs.chroma is not None:
+        if cropped.size:
             turned = _crop_turned(sigs, i[check][cropped], j[check][cropped], rules)
             apart[check[cropped[turned]]] = True
             plain[cropped[turned]] = -1.0
