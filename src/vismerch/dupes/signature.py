@@ -488,14 +488,12 @@ def lab_cells(colour: np.ndarray) -> np.ndarray:
 
 
 def ab_cells(chroma: np.ndarray) -> np.ndarray:
-    """The stored ``dup_chroma`` (N, 32, 32, 2) codes (or values resampled from them) -> a*b*
-    float32."""
+    """``dup_chroma`` codes (N, 32, 32, 2), or values resampled from them -> a*b* float32."""
     return (np.asarray(chroma, np.float32) - LAB_CODE_OFFSET[1:]) / LAB_CODE_SCALE[1:]
 
 
 def luma_cells(sig: np.ndarray) -> np.ndarray:
-    """The stored ``dup_sig`` (N, 32, 32) log-luma codes -> luma x 100 float32 (on L*'s
-    scale: what a light edit moves)."""
+    """``dup_sig`` log-luma codes (N, 32, 32) -> luma x 100 float32 (L*'s scale)."""
     step = np.float32((LOG_HI - LOG_LO) / 255.0)
     y = np.exp(np.float32(LOG_LO) + np.asarray(sig, np.float32) * step) - np.float32(LOG_EPS)
     return np.clip(y, 0.0, 1.0) * np.float32(100.0)
