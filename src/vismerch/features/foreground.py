@@ -93,6 +93,25 @@ def scene_mask(lab: torch.Tensor, mask: torch.Tensor, clutter: torch.Tensor
     return out, weight, replaced
 
 
+def scene_boxes(x: torch.Tensor, delta: float) -> torch.Tensor:
+    """uint8 (B, H, W, 3) -> (B, 4) float x0, y0, x1, y1 (frame fractions): the box of the
+    product that ``scene_mask`` finds in a frame without a clean backdrop, NaN where the
+    frame has a backdrop or no product was found there. The colour backend's grid analysis
+    (``delta``: its ``colour_foreground_delta``) without the rest of its work."""
+    from vismerch.features import analysis
+
+    h, w = x.shape[1:3]
+    rgb = analysis.grid_means(x)
+    metrics, lab, mask, _ = analysis.analyse_grid(rgb, analysis.grid_levels(h, w), delta)
+    found, _, replaced = scene_mask(lab, mask, metrics["background_clutter"])
+    boxes = torch.full((x.shape[0], 4), float("nan"))
+    g = found.shape[1]
+    for i in replaced.nonzero().flatten().tolist():
+        ys, xs = torch.nonzero(found[i].cpu(), as_tuple=True)
+        boxes[i] = torch.stack([xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]).float() / g
+    return boxes
+
+
 def is_scene(mask: torch.Tensor, clutter: torch.Tensor) -> torch.Tensor:
     """(B,) bool: which frames of the backdrop ``mask`` (B, G, G) are no studio shot."""
     g = mask.shape[1]

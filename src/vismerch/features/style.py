@@ -1,15 +1,19 @@
 """The ``style`` backend: what kind of product an image shows (shape and structure, not
 colour), for "same style" similar items (issue 31).
 
-Both encoders look at the **product crop**, not the frame: the product box of the
-duplicate signature (``dupsig.box_cells``: a cut-out is boxed by its backdrop, a scene or a
-full-bleed shot by the frame less its bars) widened by ``MARGIN`` to a square around the
-product's centre (the frame's edge repeated where the square leaves it), so a small product
-on a large backdrop and a large one filling the frame are seen at the same scale.
+Both encoders look at the **product crop**, not the frame: the product's box widened by
+``MARGIN`` to a square around its centre (the frame's edge repeated where the square leaves
+it), so a small product on a large backdrop and a large one filling the frame are seen at
+the same scale. The box: a cut-out's is the duplicate signature's (``dupsig.box_cells``,
+bounded by the backdrop); the network's, in a frame with no clean backdrop (a scene, a
+full-bleed shot), is that of the product the colour backend's scene mask finds there
+(``product_boxes``), else a scene's surroundings would decide which products look alike.
 
 * ``effnet`` (the ``vismerch[style]`` extra): EfficientNet-Lite0's ImageNet features
-  (features/effnet_lite.py) of the crop at 224x224, globally averaged, 1280-d (averaging
-  in the mirrored crop's doubled the time and gained nothing measurable on real photos).
+  (features/effnet_lite.py) of the crop at 224x224, globally averaged, square-rooted
+  (power normalisation: a few strong channels, often the backdrop's, no longer decide the
+  cosine alone), 1280-d. Averaging in the mirrored crop's doubled the time and gained
+  nothing measurable on real photos.
 * ``shape`` (always there): hand-made silhouette and structure descriptors of the crop,
   for when the extra is absent; far weaker (benchmarks/RESULTS.md).
 
@@ -31,7 +35,7 @@ from vismerch.features.base import FeatureBatch
 if TYPE_CHECKING:
     from vismerch.config import Settings
 
-VERSION = 1  # bump when the vectors change: stores re-feature on their next ingest
+VERSION = 2  # bump when the vectors change: stores re-feature on their next ingest
 ENCODERS = ("auto", "effnet", "shape")
 OFF = "off"
 MARGIN = 0.08  # share of the box's longer side added around it: the outline stays whole
@@ -98,7 +102,7 @@ def square_crops(x: torch.Tensor, side: int, box: torch.Tensor | None = None) ->
     if box is None:
         with torch.inference_mode():
             box = box_cells(x)[0]
-    box = box.to(torch.float32)
+    box = box.to(torch.float32).to(x.device)
     b, h, w, _ = x.shape
     cx, cy = (box[:, 0] + box[:, 2]) / 2, (box[:, 1] + box[:, 3]) / 2
     half = torch.maximum((box[:, 2] - box[:, 0]) * w, (box[:, 3] - box[:, 1]) * h) * (0.5 + MARGIN)
@@ -111,6 +115,20 @@ def square_crops(x: torch.Tensor, side: int, box: torch.Tensor | None = None) ->
     grid = F.affine_grid(theta, [b, 3, side, side], align_corners=False)
     planes = x.permute(0, 3, 1, 2).to(torch.float32)
     return F.grid_sample(planes, grid, mode="bilinear", padding_mode="border", align_corners=False)
+
+
+def product_boxes(x: torch.Tensor, delta: float) -> torch.Tensor:
+    """(B, 4) the box each image's product is cropped by: in a frame without a clean
+    backdrop (a scene, a full-bleed shot) the product that the colour backend's scene mask
+    finds there (features/foreground.py), else the duplicate signature's box."""
+    from vismerch.dupes.signature import box_cells
+    from vismerch.features.foreground import scene_boxes
+
+    box = box_cells(x)[0].to(torch.float32)
+    scene = scene_boxes(x, delta).to(box.device)
+    found = ~torch.isnan(scene[:, 0])
+    box[found] = scene[found]
+    return box
 
 
 class StyleBackend:
@@ -127,6 +145,7 @@ class StyleBackend:
         self.weights = Path(weights) if weights else None
         chosen = encoder or (setting(settings, "style_encoder") if settings is not None else "auto")
         self.encoder = "effnet" if self.weights is not None else resolve_encoder(chosen)
+        self.delta = float(setting(settings, "colour_foreground_delta"))  # the scene mask's
         self._model = None
         self._revision = ""
         if self.encoder == "effnet":
@@ -140,7 +159,8 @@ class StyleBackend:
     @property
     def fingerprint(self) -> dict[str, Any]:
         model = "efficientnet-lite0" if self.encoder == "effnet" else "shape"
-        return {"backend": "style", "model": model, "revision": self._revision, "version": VERSION}
+        return {"backend": "style", "model": model, "revision": self._revision, "version": VERSION,
+                "foreground_delta": self.delta}
 
     def encode_images(self, images: Any) -> FeatureBatch:
         x = images if isinstance(images, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(images))
@@ -160,8 +180,10 @@ class StyleBackend:
     def _effnet(self, x: torch.Tensor) -> np.ndarray:
         from vismerch.features.effnet_lite import MEAN, SIZE, STD
 
-        crops = ((square_crops(x, SIZE) - MEAN) / STD).contiguous(memory_format=torch.channels_last)
-        return F.normalize(self._model.features(crops), dim=1).float().cpu().numpy()
+        crops = ((square_crops(x, SIZE, product_boxes(x, self.delta)) - MEAN) / STD
+                 ).contiguous(memory_format=torch.channels_last)
+        pooled = self._model.features(crops).float().clamp_min(0.0)  # ReLU6 outputs: >= 0 already
+        return F.normalize(pooled.sqrt(), dim=1).cpu().numpy()
 
 
 def _one_thread(run):
