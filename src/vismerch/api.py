@@ -63,7 +63,7 @@ def similar(
 ) -> list[dict[str, Any]]:
     """More like this: the k products most similar to ``product_id`` (``[{id, score}]``),
     by ``mode``: ``"colour"``, ``"style"`` (the kind of product: shape and structure) or
-    ``"both"`` (the default where the store has style vectors)."""
+    ``"both"``; the default is ``"style"`` where the store has style vectors."""
     from vismerch.service import search as service
 
     with _workspace(store, settings) as ws:

@@ -221,7 +221,7 @@ def test_similar_items_by_mode_follow_colour_style_or_both(shapes_store):
     try:
         def top(mode, k=3):
             result = search.similar(ws, "disc-red-0", k=k, mode=mode)
-            assert result.similar_mode == (mode or "both")
+            assert result.similar_mode == (mode or "style")
             return [hit.id for hit in result.hits]
 
         colour, shape, both = top("colour"), top("style"), top("both", k=1)
@@ -229,7 +229,7 @@ def test_similar_items_by_mode_follow_colour_style_or_both(shapes_store):
         assert all(i.split("-")[1] == "red" for i in colour[:3])
         assert all(i.startswith("disc-") for i in shape[:3])
         assert both == ["disc-red-1"]  # the same colour and the same shape
-        assert top(None, k=1) == both  # both is the default where style vectors exist
+        assert top(None) == shape  # style is the default where style vectors exist
         with pytest.raises(InvalidInput) as err:
             search.similar(ws, "disc-red-0", mode="texture")
         assert err.value.field == "mode"
@@ -273,3 +273,15 @@ def test_the_demo_scores_each_mode_against_the_truth(shapes_store):
     assert got["colour"]["colour"] == 1.0 and got["style"]["category"] == 1.0
     assert got["colour"]["category"] < 1.0 and got["style"]["colour"] < 1.0
     assert got["both"]["both"] == 0.333  # each product's one twin (same shape and colour) in its 3
+
+
+def test_the_reports_more_like_this_strips_are_same_style_where_the_store_has_it(shapes_store):
+    from vismerch.catalog.store import Store
+    from vismerch.report.html import build_context
+
+    context = build_context(Store.open(shapes_store))
+    assert context["similar_by"].startswith("Same style")
+    assert context["similar"]
+    for strip in context["similar"]:
+        shape = strip["id"].split("-")[0]
+        assert {hit["id"].split("-")[0] for hit in strip["similar"][:3]} == {shape}

@@ -200,7 +200,7 @@ def similar_cmd(
     in_stock: Annotated[bool, typer.Option("--in-stock", help="Only products in stock.")] = False,
     backend: Annotated[str | None, typer.Option(help="Vectors to use (default: neural if present).")] = None,
     mode: Annotated[str | None, typer.Option(
-        help="colour, style (the kind of product) or both (default where style vectors exist).")] = None,
+        help="colour, style (the kind of product; default where style vectors exist) or both.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """More like this: the most similar products to one product."""

@@ -21,6 +21,15 @@ def vector_backend(store: Store, prefer: str | None = None) -> str:
     return store.pick_backend(prefer, tuple(list_backends(visual=True))) or "colour"
 
 
+def style_backend(store: Store) -> str | None:
+    """The backend whose vectors answer "same style": a neural image model's where the store
+    has one (learned on far more than ImageNet's classes), else the ``style`` backend's;
+    None when the store has neither."""
+    from vismerch.features.base import list_backends
+
+    return store.pick_backend(None, (*list_backends(neural=True), "style"))
+
+
 def build_index(vectors: Any, ids: Sequence[str], settings: Settings, meta: dict | None = None):
     """A VectorIndex over ``vectors`` with the index_* settings (exact up to index_exact_max)."""
     from vismerch.indexes.vector import Tuning, VectorIndex

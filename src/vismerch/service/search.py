@@ -86,16 +86,15 @@ def similar_modes(ws: Workspace) -> list[str]:
 
 
 def _style_backend(ws: Workspace) -> str | None:
-    """The vectors that answer "same style": a neural image model's where the store has one
-    (learned on far more than ImageNet's classes), else the ``style`` backend's."""
-    from vismerch.features.base import list_backends
+    """The vectors that answer "same style" (``indexes.stored.style_backend``)."""
+    from vismerch.indexes.stored import style_backend
 
-    return ws.store.pick_backend(None, (*list_backends(neural=True), "style"))
+    return style_backend(ws.store)
 
 
 def _similar_parts(ws: Workspace, mode: str | None, backend: str | None) -> tuple[str | None, list]:
     """(the mode answered, [(index, weight)]) for a similar-items request: ``backend``
-    alone when named, else the mode's indexes (default: both where style vectors exist)."""
+    alone when named, else the mode's indexes (default: style where style vectors exist)."""
     if mode is not None and mode not in SIMILAR_MODES:
         raise InvalidInput("mode", f"unknown similar-items mode {mode!r}; give one of "
                            f"{', '.join(SIMILAR_MODES)}")
@@ -105,7 +104,7 @@ def _similar_parts(ws: Workspace, mode: str | None, backend: str | None) -> tupl
     if mode is None:
         if style is None:
             return None, [(ws.similarity_index(None), 1.0)]
-        mode = "both"
+        mode = "style"  # shoppers expect a dress to suggest dresses, in any colour
     if mode != "colour" and style is None:
         raise InvalidInput("mode", f"this store has no style vectors for mode {mode!r}",
                            hint="ingest again with the setting style_encoder = auto (the default)")
@@ -121,7 +120,7 @@ def similar(ws: Workspace, product_id: str, *, k: int = 12, same_category: bool 
             in_stock: bool = False, backend: str | None = None, mode: str | None = None) -> SearchResult:
     """More like this: the k products most similar to ``product_id``, by ``mode``: colour
     (the colour backend's vectors), style (the product's kind: shape and structure) or both
-    (their cosines fused, ``similar_colour_weight``); default both where the store has
+    (their cosines fused, ``similar_colour_weight``); default style where the store has
     style vectors. ``backend`` alone names one backend's vectors instead."""
     from vismerch.merch.similar import fused_similar, similar_items
 

@@ -60,7 +60,7 @@ def titles(request: Request,
 # that itself ends in "/similar" or "/thumbnail" is reached through its page's links).
 SimilarMode = Annotated[Literal["colour", "style", "both"] | None, Query(
     description="Similar items by colour, style (the kind of product: shape and structure) or both; "
-                "default both where the store has style vectors")]
+                "default style where the store has style vectors")]
 
 
 @router.get("/products/{product_id:path}/similar", response_model=SearchResult, summary="More like this")
