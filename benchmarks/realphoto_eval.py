@@ -55,6 +55,10 @@ set's best threshold (an oracle), for duplicates.
 
 Similar items by mode (``vismerch_colour``, ``vismerch_style``, ``vismerch_both`` and the
 shape fallback's ``vismerch_style_shape``, ``vismerch_both_shape``): benchmarks/similar_eval.py.
+The ``vismerch`` row is the service's default mode, same style (EfficientNet-Lite0 where
+``vismerch[style]`` is installed, else the shape fallback), named in its ``mode``.
+
+The result opens with a ``summary``: each of issue 31's targets as measured here.
 
 Similar items: the originals only (no copies, colourways or mirrors in the pool); for
 each original whose category has another member, recall@k is 1 when one of its k nearest
@@ -93,31 +97,17 @@ KINDS = ("cutout", "scene", "fullframe")
 EDIT_KINDS = ("pad", "letterbox", "crop", "crop-off", "light", "chain", "requality")
 COLOURWAY_SHARE = 0.2
 MIRROR_SHARE = 0.12
-# the colour family a person names each single-coloured stamp by (stem -> family of
-# data/colours.csv), labelled by eye from the stamps themselves
-COLOUR_LABELS: dict[str, str] = {
-    "Cherry_Stella": "red", "Strawberry2": "red", "anemone_red": "red",
-    "australian_rules_football": "red", "cylinder": "red", "drum_tomtom_floor": "red",
-    "firetruck": "red", "plyers": "red", "rambutan": "red", "rose": "red", "uk_post_box": "red",
-    "Apricot_whole": "orange", "basketball": "orange", "jackolantern_mean": "orange",
-    "mandarine": "orange", "orange_seville": "orange",
-    "corn": "yellow", "daffodil": "yellow", "flower2": "yellow", "flower3": "yellow", "lemon": "yellow",
-    "marigold": "yellow", "old_naval_shell": "yellow", "rubberduck": "yellow", "star": "yellow",
-    "yellow-flower": "yellow",
-    "broccoli": "green", "cherimoya": "green", "green_fedora": "green", "green_korean_bus": "green",
-    "holly_leaves": "green", "tree": "green", "wheelie_bin": "green",
-    "7_uranus": "blue", "8_neptune": "blue", "blue_fedora": "blue", "bluegroper": "blue",
-    "dreydl": "blue", "sedan": "blue", "usps_mailbox": "blue", "whale": "blue",
-    "feathered_hat": "purple", "flower1": "purple", "grapes": "purple",
-    "flower8": "pink", "flower9": "pink", "pink_flamingo": "pink", "pink_tricycle": "pink",
-    "Mince_Pie": "brown", "Roast_turkey": "brown", "football": "brown", "kiwi": "brown",
-    "bull": "neutral", "crow": "neutral", "cow_white": "neutral", "elephant": "neutral",
-    "garbagecan": "neutral", "grave-d": "neutral", "grave-i": "neutral", "home_compost_bin": "neutral",
-    "moon_full": "neutral", "mug": "neutral", "rhino_black": "neutral", "t_baseballcap": "neutral",
-    "t_glove": "neutral", "t_jacket": "neutral", "t_pants": "neutral", "t_poloshirt": "neutral",
-    "t_scarf": "neutral", "t_shirt": "neutral", "t_sock": "neutral", "t_tshirt": "neutral",
-    "tophat": "neutral", "toilet": "neutral",
-}
+def _colour_labels() -> dict[str, str]:
+    """The colour family a person names each single-coloured stamp by (stem -> family of
+    data/colours.csv), labelled by eye from the stamps themselves: data/realphoto-colour-labels.csv."""
+    import csv
+
+    with (HERE / "data" / "realphoto-colour-labels.csv").open(newline="") as fh:
+        rows = csv.DictReader(line for line in fh if not line.startswith("#"))
+        return {r["stamp"]: r["family"] for r in rows}
+
+
+COLOUR_LABELS = _colour_labels()
 
 
 # ------------------------------------------------------------------ sources
@@ -400,8 +390,7 @@ def similar(truth: dict, ids: list[str], vectors: np.ndarray, cols: dict, hist: 
 
     ph = hamming_matrix(cols["phash"].astype(np.uint64)).astype(np.float32)
     dom_d = np.linalg.norm(dom[:, None, :] - dom[None, :, :], axis=2)
-    sims = {"vismerch": vectors @ vectors.T, "phash": -ph, "histogram": hist @ hist.T,
-            "colorthief": -dom_d}
+    sims = {"phash": -ph, "histogram": hist @ hist.T, "colorthief": -dom_d}
     return {level_name: {m: recall_at(truth, ids, s, level=level) for m, s in sims.items()}
             for level_name, level in (("folder", 0), ("department", 1))}
 
@@ -437,6 +426,20 @@ def colours(root: Path, truth: dict, ids: list[str], cols: dict, dom: np.ndarray
                        "by_photo": {k: round(v[0] / v[1], 3) for k, v in sorted(by_photo.items())},
                        "misses": misses[:30]}
     return out
+
+
+def summary(result: dict) -> dict:
+    """Issue 31's targets as this run measured them: duplicate F1 and hard-negative merges,
+    colour family top-1, and the default mode's department recall@1/@5."""
+    dup = result["duplicates"]["vismerch"]
+    sim = result["similar"]["department"]["vismerch"]
+    return {"duplicate_f1": round(dup["duplicate_f1"], 3),
+            "colourway_merges": f"{dup['colourway_merges']} of {dup['colourway_pairs']}",
+            "mirror_merges": f"{dup['mirror_merges']} of {dup['mirror_pairs']}",
+            "colour_family_top1": result["colour"]["vismerch"]["family_top1"],
+            "similar_mode": sim["mode"],
+            "similar_department_recall@1": sim["recall@1"],
+            "similar_department_recall@5": sim["recall@5"]}
 
 
 def colour_only(root: Path, truth: dict) -> dict:
@@ -476,8 +479,11 @@ def run(out: Path, cache: Path, seed: int, site: Path | None = None,
     from similar_eval import realphoto_modes  # colour, style and both (benchmarks/similar_eval.py)
 
     modes, result["ms_per_image_by_mode"] = realphoto_modes(root, truth)
+    default = "vismerch_style" if "vismerch_style" in modes["department"] else "vismerch_style_shape"
     for level, rows in modes.items():
         result["similar"][level].update(rows)
+        result["similar"][level]["vismerch"] = {"mode": default.removeprefix("vismerch_"), **rows[default]}
+    result = {"summary": summary(result), **result}
     if site is not None:
         from similar_eval import encoder_scores, encoder_vectors
 

@@ -147,7 +147,7 @@ def encoder_scores(truth: dict, ids: list[str], emb: np.ndarray) -> dict:
 
 def realphoto_modes(root: Path, truth: dict) -> tuple[dict, dict]:
     """({level: {vismerch_<mode>: recall}}, ms per image): the modes on realphoto_eval's
-    originals, for its ``similar`` table (its ``vismerch`` row is the colour mode)."""
+    originals, for its ``similar`` table (its ``vismerch`` row is the default mode, style)."""
     from realphoto_eval import recall_at
 
     ids = sorted(p for p, v in truth["products"].items() if v.get("original"))

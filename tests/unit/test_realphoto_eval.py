@@ -43,6 +43,19 @@ def test_recall_counts_a_hit_when_a_near_neighbour_shares_the_category(bench):
     assert dept["queries"] == 5 and dept["recall@1"] == 0.4  # e reaches d first
 
 
+def test_the_summary_states_each_target_with_the_default_similar_mode(bench):
+    result = {"duplicates": {"vismerch": {"duplicate_f1": 0.97272, "colourway_merges": 1,
+                                          "colourway_pairs": 53, "mirror_merges": 0, "mirror_pairs": 39}},
+              "colour": {"vismerch": {"family_top1": 0.92}},
+              "similar": {"department": {"vismerch": {"mode": "style", "recall@1": 0.614,
+                                                      "recall@5": 0.864}}}}
+    assert bench.summary(result) == {
+        "duplicate_f1": 0.973, "colourway_merges": "1 of 53", "mirror_merges": "0 of 39",
+        "colour_family_top1": 0.92, "similar_mode": "style",
+        "similar_department_recall@1": 0.614, "similar_department_recall@5": 0.864}
+    assert bench.COLOUR_LABELS["grapes"] == "purple" and len(bench.COLOUR_LABELS) == 74
+
+
 def test_compose_and_recolour(bench):
     product = Image.new("RGBA", (100, 50), (200, 30, 30, 255))
     bgs = [Image.new("RGB", (300, 200), (10, 120, 10))]
