@@ -384,8 +384,9 @@ def recall_at(truth: dict, ids: list[str], sim: np.ndarray, ks=(1, 5), level: in
     return out
 
 
-def similar(truth: dict, ids: list[str], vectors: np.ndarray, cols: dict, hist: np.ndarray,
-            dom: np.ndarray) -> dict:
+def similar(truth: dict, ids: list[str], cols: dict, hist: np.ndarray, dom: np.ndarray) -> dict:
+    """The peers' similar-item recall (phash, a histogram, colorthief); vismerch's modes are
+    added by ``run`` (benchmarks/similar_eval.py)."""
     from vismerch.features.hashing import hamming_matrix
 
     ph = hamming_matrix(cols["phash"].astype(np.uint64)).astype(np.float32)
@@ -466,7 +467,7 @@ def run(out: Path, cache: Path, seed: int, site: Path | None = None,
         truth = build(root, fetch_stamps(cache), seed)
     if only_colour:
         return colour_only(root, truth)
-    ids, vectors, cols = features(root, truth)
+    ids, _, cols = features(root, truth)
     hist = histograms(root, truth, ids)
     dom = dominant_lab(root, truth, ids)
     kinds = {k: sum(1 for p in truth["products"].values() if p.get("original") and p["photo"] == k)
@@ -474,7 +475,7 @@ def run(out: Path, cache: Path, seed: int, site: Path | None = None,
     result = {"date": time.strftime("%Y-%m-%d"), "set": "realphoto", "seed": seed,
               "images": len(ids), "originals_by_photo": kinds,
               "duplicates": duplicates(root, truth, ids, cols, hist),
-              "similar": similar(truth, ids, vectors, cols, hist, dom),
+              "similar": similar(truth, ids, cols, hist, dom),
               "colour": colours(root, truth, ids, cols, dom)}
     from similar_eval import realphoto_modes  # colour, style and both (benchmarks/similar_eval.py)
 

@@ -182,7 +182,7 @@ class StyleBackend:
 
         crops = ((square_crops(x, SIZE, product_boxes(x, self.delta)) - MEAN) / STD
                  ).contiguous(memory_format=torch.channels_last)
-        pooled = self._model.features(crops).float().clamp_min(0.0)  # ReLU6 outputs: >= 0 already
+        pooled = self._model.features(crops).float()  # means of ReLU6 outputs: never negative
         return F.normalize(pooled.sqrt(), dim=1).cpu().numpy()
 
 

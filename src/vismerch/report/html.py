@@ -43,20 +43,15 @@ class _Thumbs:
         return self.cache[product_id]
 
 
-def _has_style(store: Store) -> bool:
-    from vismerch.indexes.stored import style_backend
-
-    return style_backend(store) is not None
-
-
-def _similar_strips(store: Store, ids: list[str], settings: Settings | None = None) -> list[dict[str, Any]]:
-    from vismerch.indexes.stored import similarity_index, style_backend
+def _similar_strips(store: Store, ids: list[str], style: str | None,
+                    settings: Settings | None = None) -> list[dict[str, Any]]:
+    """"More like this" for a sample of ``ids`` in the service's default mode: same style by
+    the ``style`` backend's whitened vectors where the store has them, else the default's."""
+    from vismerch.indexes.stored import similarity_index
     from vismerch.merch.similar import similar_items
 
     if not ids:
         return []
-    # the service's default mode: "same style" where the store has style vectors
-    style = style_backend(store)
     index = (similarity_index(store, style, settings, whitened=True) if style
              else similarity_index(store, None, settings))  # read once for every strip
     step = max(1, len(ids) // SIMILAR_SAMPLES)
@@ -105,6 +100,9 @@ def build_context(store: Store, collection: str | None = None, arrangement: dict
     flagged = store.quality()
     tags = store.tags(ok, colours, flagged)
     groups = store.dup_groups()
+    from vismerch.indexes.stored import style_backend
+
+    style = style_backend(store)  # the service's default similar mode: same style where it can
 
     dominant = Counter()
     hexes: dict[str, str] = {}
@@ -137,9 +135,9 @@ def build_context(store: Store, collection: str | None = None, arrangement: dict
         "groups": groups[:MAX_GROUPS],
         "groups_total": len(groups),
         "audit": store.audit()[:MAX_FLAGGED],
-        "similar": _similar_strips(store, [p.id for p in ok], settings),
+        "similar": _similar_strips(store, [p.id for p in ok], style, settings),
         "similar_by": ("Same style: the kind of product, whatever its colour"
-                       if _has_style(store) else "Same colour: the colour backend's vectors"),
+                       if style else "Same colour: the colour backend's vectors"),
         "arrangement": arrangement or arranged_collection(store, collection, settings),
         "titles": {p.id: p.title or p.id for p in products},
     }
